@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from learnloop.engine import Engine
+from learnloop.limits import Limits
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["Engine", "Limits", "__version__"]

@@ -64,34 +64,37 @@ def header(headers: Mapping[str, str] | None, name: str) -> str | None:
     return None
 
 
-def decode_json_body(body: bytes | str | Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
-    """Decode a request body; returns ``(object or None, size in bytes of its JSON)``.
+def decode_json_body(
+    body: bytes | str | Mapping[str, Any] | None,
+) -> tuple[dict[str, Any] | None, bytes]:
+    """Decode a request body; returns ``(object or None, its JSON bytes)``.
 
-    A dict is accepted as already decoded (its size is that of its compact JSON
-    encoding). Raises :class:`BodyError` for undecodable bytes, malformed JSON or
-    a JSON value that is not an object.
+    A dict is accepted as already decoded; its bytes are its compact JSON
+    encoding (so size limits apply to it as to raw bytes). Raises
+    :class:`BodyError` for undecodable bytes, malformed JSON or a JSON value
+    that is not an object.
 
     >>> decode_json_body(b'{"a": 1}')
-    ({'a': 1}, 8)
+    ({'a': 1}, b'{"a": 1}')
     >>> decode_json_body(None)
-    (None, 0)
+    (None, b'')
     """
     if body is None:
-        return None, 0
+        return None, b""
     if isinstance(body, Mapping):
         try:
-            size = len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+            raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise BodyError(f"body is not JSON-serialisable: {exc}") from None
-        return dict(body), size
+        return dict(body), raw
     if isinstance(body, str):
-        raw = body.encode("utf-8")
+        raw = body.encode("utf-8", errors="surrogatepass")
     elif isinstance(body, (bytes, bytearray, memoryview)):
         raw = bytes(body)
     else:
         raise BodyError(f"body must be JSON bytes, str or a dict, not {type(body).__name__}")
     if not raw.strip():
-        return None, len(raw)
+        return None, raw
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -104,7 +107,7 @@ def decode_json_body(body: bytes | str | Mapping[str, Any] | None) -> tuple[dict
         raise BodyError("malformed JSON: nested too deeply") from None
     if not isinstance(value, dict):
         raise BodyError(f"body must be a JSON object, not {type(value).__name__}")
-    return value, len(raw)
+    return value, raw
 
 
 def query_list(query: Mapping[str, str | list[str]] | None, name: str) -> list[str] | None:

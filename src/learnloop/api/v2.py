@@ -1,0 +1,158 @@
+"""Learning API v2 façade: ``V2Api.handle`` reproduces the v2 HTTP contract.
+
+Every body is ``{"data": ...}`` on success or ``{"error": {"status", "message"}}``
+on failure. Routing, authentication, decoding and validation happen here; the
+learning itself happens in :class:`~learnloop.engine.Engine`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel, ConfigDict
+
+from learnloop._http import ApiResponse, BodyError, decode_json_body, resolve_api_key
+from learnloop._types import Identifier
+from learnloop.api._validation import describe_validation_error
+from learnloop.content import Catalog, ItemDatabaseAnnotation, ItemList
+from learnloop.engine import Engine
+from learnloop.errors import (
+    ContextError,
+    LimitExceededError,
+    NotFoundError,
+    ValidationError,
+)
+
+__all__ = ["V2Api"]
+
+_CLOSED = ConfigDict(extra="forbid", frozen=True)
+
+
+class ItemIdsRequest(BaseModel):
+    model_config = _CLOSED
+    item_ids: tuple[Identifier, ...]
+
+
+class CatalogIdRequest(BaseModel):
+    model_config = _CLOSED
+    catalog_id: Identifier
+
+
+class EmptyRequest(BaseModel):
+    model_config = _CLOSED
+
+
+def _error(status: int, message: str) -> ApiResponse:
+    return ApiResponse(status, {"error": {"status": status, "message": message}})
+
+
+def _data(data: Any) -> ApiResponse:
+    return ApiResponse(200, {"data": data})
+
+
+_Handler = Callable[[str, Any], ApiResponse]
+
+
+class V2Api:
+    """The v2 contract over an :class:`Engine`.
+
+    ``api_keys`` maps each API key to the application that owns it; ``None``
+    disables authentication (every request then belongs to ``"default"``).
+
+    >>> api = V2Api(Engine(seed=1), api_keys={"k": "app-1"})
+    >>> api.handle("POST", "/v2/query-catalog-ids", body={}, headers={"X-API-KEY": "k"}).body
+    {'data': {'catalog_ids': []}}
+    >>> api.handle("POST", "/v2/query-catalog-ids", body={}).status
+    401
+    """
+
+    def __init__(self, engine: Engine, api_keys: Mapping[str, str] | None = None) -> None:
+        self.engine = engine
+        self.api_keys = dict(api_keys) if api_keys is not None else None
+        self._routes: dict[str, tuple[type[BaseModel], _Handler]] = {
+            "/v2/upsert-items": (ItemList, self._upsert_items),
+            "/v2/delete-items": (ItemIdsRequest, self._delete_items),
+            "/v2/upsert-item-database": (ItemList, self._upsert_item_database),
+            "/v2/upsert-item-database-annotation": (ItemDatabaseAnnotation, self._upsert_annotation),
+            "/v2/upsert-catalog": (Catalog, self._upsert_catalog),
+            "/v2/query-catalog": (CatalogIdRequest, self._query_catalog),
+            "/v2/query-catalog-ids": (EmptyRequest, self._query_catalog_ids),
+            "/v2/query-item-database": (EmptyRequest, self._query_item_database),
+            "/v2/delete-catalog": (CatalogIdRequest, self._delete_catalog),
+        }
+
+    def handle(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str | list[str]] | None = None,
+        body: bytes | str | Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> ApiResponse:
+        """Answer one HTTP request; never raises for bad input."""
+        route = self._routes.get(path.rstrip("/") if path != "/" else path)
+        if route is None:
+            return _error(404, f"no endpoint at path '{path}'")
+        if method.upper() != "POST":
+            return _error(405, f"method {method.upper()} is not allowed on '{path}'; use POST")
+        app = resolve_api_key(self.api_keys, headers)
+        if app is None:
+            return _error(401, "missing or wrong X-API-KEY header")
+        model, handler = route
+        try:
+            decoded, raw = decode_json_body(body)
+        except BodyError as exc:
+            return _error(400, str(exc))
+        try:
+            request = model.model_validate_json(raw if decoded is not None else b"{}", strict=True)
+        except pydantic.ValidationError as exc:
+            return _error(400, "invalid request: " + "; ".join(describe_validation_error(exc)))
+        try:
+            return handler(app, request)
+        except LimitExceededError as exc:
+            return _error(413, str(exc))
+        except ValidationError as exc:
+            return _error(400, str(exc))
+        except ContextError as exc:
+            return _error(400, str(exc))
+        except NotFoundError as exc:
+            return _error(404, str(exc))
+
+    # -- content ----------------------------------------------------------------
+    def _upsert_items(self, app: str, request: ItemList) -> ApiResponse:
+        self.engine.upsert_items(request.items, app=app)
+        return _data({})
+
+    def _delete_items(self, app: str, request: ItemIdsRequest) -> ApiResponse:
+        self.engine.delete_items(request.item_ids, app=app)
+        return _data({})
+
+    def _upsert_item_database(self, app: str, request: ItemList) -> ApiResponse:
+        self.engine.replace_item_database(request.items, app=app)
+        return _data({})
+
+    def _upsert_annotation(self, app: str, request: ItemDatabaseAnnotation) -> ApiResponse:
+        self.engine.upsert_annotations(request.item_annotations, app=app)
+        return _data({})
+
+    def _upsert_catalog(self, app: str, request: Catalog) -> ApiResponse:
+        self.engine.upsert_catalog(request, app=app)
+        return _data({})
+
+    def _query_catalog(self, app: str, request: CatalogIdRequest) -> ApiResponse:
+        catalog = self.engine.catalog(request.catalog_id, app=app)
+        return _data(catalog.model_dump(mode="json", exclude_none=True))
+
+    def _query_catalog_ids(self, app: str, request: EmptyRequest) -> ApiResponse:
+        return _data({"catalog_ids": self.engine.catalog_ids(app=app)})
+
+    def _query_item_database(self, app: str, request: EmptyRequest) -> ApiResponse:
+        items = self.engine.item_database(app=app)
+        return _data({"items": [i.model_dump(mode="json", exclude_none=True) for i in items]})
+
+    def _delete_catalog(self, app: str, request: CatalogIdRequest) -> ApiResponse:
+        self.engine.delete_catalog(request.catalog_id, app=app)
+        return _data({})

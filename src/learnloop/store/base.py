@@ -1,0 +1,75 @@
+"""The ``Store`` protocol: where learnloop's state lives.
+
+A store is a set of named tables of documents, each document a JSON-able dict
+(or raw bytes, for compact model state), keyed by ``(application, key...)``.
+Every table has a fixed key width (see :data:`TABLES`). Writes inside
+``with store.atomic():`` are applied together or not at all; each write outside
+one is its own transaction. Stores keep a per-table update sequence so that a
+scan can return documents from least to most recently written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = ["Doc", "Key", "Store", "TABLES", "check_key"]
+
+Key = tuple[str, ...]
+Doc = Mapping[str, Any] | bytes
+
+#: table name -> number of key parts
+TABLES: Mapping[str, int] = {
+    "items": 1,  # item_id
+    "annotations": 1,  # item_id
+    "catalogs": 1,  # catalog_id
+    "events": 4,  # user_id, catalog_id, item_id, timestamp
+    "learners": 2,  # user_id, catalog_id
+    "sessions": 1,  # session_id
+    "assets": 1,  # v1 asset_id
+    "views": 1,  # v1 view_id
+    "users": 1,  # user_id (v1 user type)
+    "meta": 1,  # name, e.g. the content version of an application
+}
+
+
+def check_key(table: str, key: Key) -> None:
+    width = TABLES.get(table)
+    if width is None:
+        raise KeyError(f"unknown table '{table}'")
+    if len(key) != width or not all(isinstance(k, str) for k in key):
+        raise ValueError(f"table '{table}' needs a key of {width} strings, got {key!r}")
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Persistence seam of the engine; see :class:`MemoryStore` and :class:`SQLiteStore`."""
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """All writes in the block are applied together, or none if it raises."""
+        ...
+
+    def get(self, table: str, app: str, key: Key) -> Doc | None: ...
+
+    def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]: ...
+
+    def scan(
+        self, table: str, app: str, prefix: Key = (), *, order: Literal["key", "seq"] = "key"
+    ) -> Iterator[tuple[Key, Doc]]: ...
+
+    def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
+        """The keys under ``prefix``, in key order, without loading documents."""
+        ...
+
+    def count(self, table: str, app: str, prefix: Key = ()) -> int: ...
+
+    def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None: ...
+
+    def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
+        """Delete the given keys; returns those that existed."""
+        ...
+
+    def delete_prefix(self, table: str, app: str, prefix: Key) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,187 @@
+"""The embedded default store: SQLite through the standard library.
+
+One file, write-ahead logging, one transaction per engine call. A committed
+call survives the process dying (``synchronous=NORMAL`` in WAL mode); pass
+``synchronous="FULL"`` to survive power loss as well, at some cost in latency.
+Several processes may open the same file; writes are serialised by SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from os import PathLike
+from typing import Literal
+
+from learnloop.store.base import TABLES, Doc, Key, check_key
+
+__all__ = ["SQLiteStore"]
+
+_KEY_COLUMNS = ("k1", "k2", "k3", "k4")
+
+
+def _encode(doc: Doc) -> bytes:
+    if isinstance(doc, bytes):
+        return b"\x00" + doc
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _decode(blob: bytes) -> Doc:
+    if blob[:1] == b"\x00":
+        return bytes(blob[1:])
+    return json.loads(blob)
+
+
+class SQLiteStore:
+    """A :class:`~learnloop.store.base.Store` in one SQLite file (``":memory:"`` works too)."""
+
+    def __init__(
+        self, path: str | PathLike[str], *, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    ) -> None:
+        self.path = str(path)
+        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._lock = threading.RLock()
+        self._depth = 0
+        conn = self._conn
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+        conn.execute("PRAGMA busy_timeout=10000")
+        with self.atomic():
+            for table in TABLES:
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {table} ("
+                    "app TEXT NOT NULL, k1 TEXT NOT NULL, k2 TEXT NOT NULL, k3 TEXT NOT NULL, "
+                    "k4 TEXT NOT NULL, seq INTEGER NOT NULL, v BLOB NOT NULL, "
+                    "PRIMARY KEY (app, k1, k2, k3, k4)) WITHOUT ROWID"
+                )
+                conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {table} (app, seq)")
+            conn.execute("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+            conn.execute("INSERT OR IGNORE INTO counters VALUES ('seq', 0)")
+
+    # -- transactions ---------------------------------------------------------
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        with self._lock:
+            outer = self._depth == 0
+            if outer:
+                self._conn.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if outer:
+                    self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._depth -= 1
+                if outer:
+                    self._conn.execute("COMMIT")
+
+    # -- helpers ------------------------------------------------------------------
+    @staticmethod
+    def _params(table: str, key: Key) -> tuple[str, ...]:
+        check_key(table, key)
+        return tuple(key) + ("",) * (4 - len(key))
+
+    @staticmethod
+    def _where_prefix(prefix: Key) -> tuple[str, tuple[str, ...]]:
+        clause = "".join(f" AND {col} = ?" for col in _KEY_COLUMNS[: len(prefix)])
+        return clause, tuple(prefix)
+
+    def _next_seq(self, n: int) -> int:
+        """Reserve ``n`` sequence numbers; returns the first."""
+        cur = self._conn.execute("UPDATE counters SET value = value + ? WHERE name = 'seq' RETURNING value", (n,))
+        last = cur.fetchone()[0]
+        return last - n + 1
+
+    # -- reads ------------------------------------------------------------------------
+    def get(self, table: str, app: str, key: Key) -> Doc | None:
+        params = self._params(table, key)
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT v FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?",
+                (app, *params),
+            ).fetchone()
+        return None if row is None else _decode(row[0])
+
+    def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
+        width = TABLES[table]
+        out: dict[Key, Doc] = {}
+        with self._lock:
+            for key in keys:
+                doc = self.get(table, app, key)
+                if doc is not None:
+                    out[tuple(key)[:width]] = doc
+        return out
+
+    def scan(
+        self, table: str, app: str, prefix: Key = (), *, order: Literal["key", "seq"] = "key"
+    ) -> Iterator[tuple[Key, Doc]]:
+        width = TABLES[table]
+        clause, params = self._where_prefix(prefix)
+        order_by = "k1, k2, k3, k4" if order == "key" else "seq"
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ?{clause} ORDER BY {order_by}",
+                (app, *params),
+            ).fetchall()
+        return iter([(tuple(row[:width]), _decode(row[4])) for row in rows])
+
+    def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
+        width = TABLES[table]
+        clause, params = self._where_prefix(prefix)
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT k1, k2, k3, k4 FROM {table} WHERE app = ?{clause} ORDER BY k1, k2, k3, k4",
+                (app, *params),
+            ).fetchall()
+        return [tuple(row[:width]) for row in rows]
+
+    def count(self, table: str, app: str, prefix: Key = ()) -> int:
+        if table not in TABLES:
+            raise KeyError(f"unknown table '{table}'")
+        clause, params = self._where_prefix(prefix)
+        with self._lock:
+            return self._conn.execute(
+                f"SELECT COUNT(*) FROM {table} WHERE app = ?{clause}", (app, *params)
+            ).fetchone()[0]
+
+    # -- writes ---------------------------------------------------------------------
+    def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
+        prepared = [(self._params(table, key), _encode(doc)) for key, doc in rows]
+        if not prepared:
+            return
+        with self.atomic():
+            first = self._next_seq(len(prepared))
+            self._conn.executemany(
+                f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(app, *params, first + i, blob) for i, (params, blob) in enumerate(prepared)],
+            )
+
+    def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
+        deleted: list[Key] = []
+        with self.atomic():
+            for key in keys:
+                params = self._params(table, key)
+                cur = self._conn.execute(
+                    f"DELETE FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?",
+                    (app, *params),
+                )
+                if cur.rowcount:
+                    deleted.append(tuple(key))
+        return deleted
+
+    def delete_prefix(self, table: str, app: str, prefix: Key) -> int:
+        if table not in TABLES:
+            raise KeyError(f"unknown table '{table}'")
+        clause, params = self._where_prefix(prefix)
+        with self.atomic():
+            return self._conn.execute(f"DELETE FROM {table} WHERE app = ?{clause}", (app, *params)).rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
