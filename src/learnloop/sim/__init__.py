@@ -1,1 +1,7 @@
-"""learnloop.sim."""
+"""learnloop.sim: simulated learners and data sets with known ground truth."""
+
+from __future__ import annotations
+
+from .datasets import BKTData, IRTData, generate_bkt, generate_irt
+
+__all__ = ["BKTData", "IRTData", "generate_bkt", "generate_irt"]

@@ -1,1 +1,55 @@
-"""learnloop.tracing."""
+"""learnloop.tracing: what a learner knows.
+
+IRT ability (Rasch/2PL) with an online Bayesian update, item calibration from
+the event log, BKT, an FSRS-style forgetting model, the v1/v2 status figures,
+and :class:`LearnerModel`, which joins them over a catalog's topic graph.
+Everything works on numpy arrays indexed by a catalog's item positions and
+topic indices; nothing here knows of HTTP or storage.
+"""
+
+from __future__ import annotations
+
+from .ability import update_ability
+from .bkt import BKT, BKTParams, Sequences, bkt_p_correct, bkt_step, predict_sequences
+from .calibration import Calibration, calibrate
+from .forgetting import DAY_SECONDS, FSRS_WEIGHTS, Memory, MemoryModel, as_epoch_seconds, recall_probability
+from .irt import (
+    B_LIMIT,
+    AbilityEstimate,
+    b_to_difficulty,
+    difficulty_to_b,
+    estimate_ability,
+    expected_p_correct,
+    fisher_information,
+    p_correct,
+)
+from .metrics import auc, expected_calibration_error, log_loss
+
+__all__ = [
+    "BKT",
+    "B_LIMIT",
+    "DAY_SECONDS",
+    "FSRS_WEIGHTS",
+    "AbilityEstimate",
+    "BKTParams",
+    "Calibration",
+    "Memory",
+    "MemoryModel",
+    "Sequences",
+    "as_epoch_seconds",
+    "auc",
+    "b_to_difficulty",
+    "bkt_p_correct",
+    "bkt_step",
+    "calibrate",
+    "difficulty_to_b",
+    "estimate_ability",
+    "expected_calibration_error",
+    "expected_p_correct",
+    "fisher_information",
+    "log_loss",
+    "p_correct",
+    "predict_sequences",
+    "recall_probability",
+    "update_ability",
+]
