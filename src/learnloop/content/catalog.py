@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import networkx as nx
 import numpy as np
@@ -132,13 +133,23 @@ def validate_catalog(catalog: Catalog, known_item_ids: Iterable[str] | Mapping[s
                 )
         if topic.item_refs and topic.child_topic_refs:
             problems.append(f"topic '{tid}': holds both item_refs and child_topic_refs")
+        seen_children: set[str] = set()
         for ref in topic.child_topic_refs or ():
+            if ref.topic_id in seen_children:
+                problems.append(f"topic '{tid}': child topic '{ref.topic_id}' listed twice")
+                continue
+            seen_children.add(ref.topic_id)
             if ref.topic_id not in topic_ids:
                 problems.append(f"topic '{tid}': unknown child topic '{ref.topic_id}'")
             else:
                 parents[ref.topic_id].append(tid)
                 hierarchy.add_edge(tid, ref.topic_id)
+        seen_prerequisites: set[str] = set()
         for ref in topic.prerequisite_topic_refs or ():
+            if ref.topic_id in seen_prerequisites:
+                problems.append(f"topic '{tid}': prerequisite topic '{ref.topic_id}' listed twice")
+                continue
+            seen_prerequisites.add(ref.topic_id)
             if ref.topic_id not in topic_ids:
                 problems.append(f"topic '{tid}': unknown prerequisite topic '{ref.topic_id}'")
             else:
@@ -153,6 +164,35 @@ def validate_catalog(catalog: Catalog, known_item_ids: Iterable[str] | Mapping[s
     for cycle in _cycles(prerequisites):
         problems.append("prerequisite cycle through topics " + ", ".join(f"'{t}'" for t in cycle))
     return problems
+
+
+@dataclass(frozen=True, eq=False)
+class _KeyPositions:
+    """Positions grouped by key (item id, tag, content type), for vectorised lookups.
+
+    ``flat`` holds the positions of key 0, then of key 1, ...; ``counts[k]`` is
+    how many positions key ``k`` has.
+    """
+
+    codes: Mapping[str, int]
+    counts: IntArray
+    flat: IntArray
+
+    @classmethod
+    def build(cls, groups: Mapping[str, list[int]]) -> _KeyPositions:
+        codes = {key: k for k, key in enumerate(groups)}
+        counts = np.fromiter((len(v) for v in groups.values()), dtype=np.int64, count=len(groups))
+        flat = [p for v in groups.values() for p in v]
+        return cls(codes=codes, counts=counts, flat=np.asarray(flat, dtype=np.int64))
+
+    def mask(self, n: int, keys: Iterable[str]) -> BoolArray:
+        """Positions of any of ``keys`` (unknown keys match nothing)."""
+        codes = np.fromiter(map(self.codes.get, keys, repeat(-1)), dtype=np.int64)
+        selected = np.zeros(len(self.counts), dtype=bool)
+        selected[codes[codes >= 0]] = True
+        mask = np.zeros(n, dtype=bool)
+        mask[self.flat[np.repeat(selected, self.counts)]] = True
+        return mask
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,6 +225,9 @@ class CatalogIndex:
     content_type_positions: Mapping[str, IntArray]
     theory_refs: Mapping[str, tuple[str, ...]]
     _ref_position: Mapping[tuple[str, str], int] = field(repr=False)
+    _items: _KeyPositions = field(repr=False)
+    _tags: _KeyPositions = field(repr=False)
+    _content_types: _KeyPositions = field(repr=False)
 
     @property
     def catalog_id(self) -> str:
@@ -207,11 +250,30 @@ class CatalogIndex:
 
     def subtree_mask(self, topic_ids: Iterable[str]) -> BoolArray:
         """Positions under any of ``topic_ids`` (sub-topics included)."""
-        mask = np.zeros(self.n_items, dtype=bool)
-        for tid in topic_ids:
-            t = self.topic_index[tid]
-            mask[self.topic_start[t] : self.topic_end[t]] = True
-        return mask
+        topics = np.fromiter((self.topic_index[t] for t in topic_ids), dtype=np.int64)
+        n = self.n_items
+        if len(topics) <= 8:  # a few slices beat the counting below
+            mask = np.zeros(n, dtype=bool)
+            for t in topics:
+                mask[self.topic_start[t] : self.topic_end[t]] = True
+            return mask
+        # +1 where a selected range opens, -1 where it closes; covered where the sum is > 0
+        delta = np.bincount(self.topic_start[topics], minlength=n + 1) - np.bincount(
+            self.topic_end[topics], minlength=n + 1
+        )
+        return np.cumsum(delta[:n]) > 0
+
+    def item_mask(self, item_ids: Iterable[str]) -> BoolArray:
+        """Positions of any of ``item_ids`` (ids not in the catalog match nothing)."""
+        return self._items.mask(self.n_items, item_ids)
+
+    def tag_mask(self, tags: Iterable[str]) -> BoolArray:
+        """Positions of items carrying at least one of ``tags``."""
+        return self._tags.mask(self.n_items, tags)
+
+    def content_type_mask(self, content_types: Iterable[str]) -> BoolArray:
+        """Positions of items with one of ``content_types``."""
+        return self._content_types.mask(self.n_items, content_types)
 
     def topic_ancestors(self, topic: int) -> list[int]:
         """Indices of the parent, grandparent, ... of topic index ``topic``."""
@@ -342,4 +404,7 @@ def compile_catalog(catalog: Catalog, items: Mapping[str, Item]) -> CatalogIndex
         content_type_positions=_positions(ctype_groups),
         theory_refs=theory_refs,
         _ref_position=ref_position,
+        _items=_KeyPositions.build(item_groups),
+        _tags=_KeyPositions.build(tag_groups),
+        _content_types=_KeyPositions.build(ctype_groups),
     )

@@ -8,12 +8,10 @@ included topic.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from learnloop._types import BoolArray, Identifier, IntArray
+from learnloop._types import BoolArray, Identifier
 from learnloop.content.catalog import CatalogIndex
 from learnloop.errors import ValidationError
 
@@ -35,15 +33,6 @@ class Filter(BaseModel):
     exclude_tags: tuple[Identifier, ...] | None = _NonEmpty
     exclude_content_types: tuple[str, ...] | None = _NonEmpty
     exclude_item_ids: tuple[Identifier, ...] | None = _NonEmpty
-
-
-def _lookup_mask(n: int, table: Mapping[str, IntArray], keys: Iterable[str]) -> BoolArray:
-    mask = np.zeros(n, dtype=bool)
-    for key in keys:
-        found = table.get(key)
-        if found is not None:
-            mask[found] = True
-    return mask
 
 
 def compile_filter(index: CatalogIndex, flt: Filter | None) -> BoolArray:
@@ -77,17 +66,17 @@ def compile_filter(index: CatalogIndex, flt: Filter | None) -> BoolArray:
     if flt.include_topic_ids is not None:
         mask &= index.subtree_mask(flt.include_topic_ids)
     if flt.include_tags is not None:
-        mask &= _lookup_mask(n, index.tag_positions, flt.include_tags)
+        mask &= index.tag_mask(flt.include_tags)
     if flt.include_content_types is not None:
-        mask &= _lookup_mask(n, index.content_type_positions, flt.include_content_types)
+        mask &= index.content_type_mask(flt.include_content_types)
     if flt.include_item_ids is not None:
-        mask &= _lookup_mask(n, index.item_positions, flt.include_item_ids)
+        mask &= index.item_mask(flt.include_item_ids)
     if flt.exclude_topic_ids is not None:
         mask &= ~index.subtree_mask(flt.exclude_topic_ids)
     if flt.exclude_tags is not None:
-        mask &= ~_lookup_mask(n, index.tag_positions, flt.exclude_tags)
+        mask &= ~index.tag_mask(flt.exclude_tags)
     if flt.exclude_content_types is not None:
-        mask &= ~_lookup_mask(n, index.content_type_positions, flt.exclude_content_types)
+        mask &= ~index.content_type_mask(flt.exclude_content_types)
     if flt.exclude_item_ids is not None:
-        mask &= ~_lookup_mask(n, index.item_positions, flt.exclude_item_ids)
+        mask &= ~index.item_mask(flt.exclude_item_ids)
     return mask

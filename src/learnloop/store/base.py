@@ -10,11 +10,12 @@ scan can return documents from least to most recently written.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["Doc", "Key", "Store", "TABLES", "check_key"]
+__all__ = ["Doc", "Key", "Store", "TABLES", "check_key", "check_prefix", "decode_doc", "encode_doc"]
 
 Key = tuple[str, ...]
 Doc = Mapping[str, Any] | bytes
@@ -40,6 +41,41 @@ def check_key(table: str, key: Key) -> None:
         raise KeyError(f"unknown table '{table}'")
     if len(key) != width or not all(isinstance(k, str) for k in key):
         raise ValueError(f"table '{table}' needs a key of {width} strings, got {key!r}")
+
+
+def check_prefix(table: str, prefix: Key) -> None:
+    width = TABLES.get(table)
+    if width is None:
+        raise KeyError(f"unknown table '{table}'")
+    if len(prefix) > width or not all(isinstance(k, str) for k in prefix):
+        raise ValueError(f"table '{table}' needs a key prefix of at most {width} strings, got {prefix!r}")
+
+
+def encode_doc(doc: Doc) -> bytes:
+    """A document as stored: compact UTF-8 JSON, or ``b"\\x00"`` + the raw bytes.
+
+    Both stores keep documents encoded, so that what a store returns is never
+    the caller's object and is the same on every store (tuples come back as
+    lists). Raises :class:`TypeError` or :class:`ValueError` for a document
+    that is not JSON-serialisable.
+
+    >>> encode_doc({"a": (1, 2)}), encode_doc(b"raw")
+    (b'{"a":[1,2]}', b'\\x00raw')
+    >>> decode_doc(encode_doc({"a": (1, 2)})), decode_doc(encode_doc(b"raw"))
+    ({'a': [1, 2]}, b'raw')
+    """
+    if isinstance(doc, (bytes, bytearray, memoryview)):
+        return b"\x00" + bytes(doc)
+    if not isinstance(doc, Mapping):
+        raise TypeError(f"a document is a mapping or bytes, not {type(doc).__name__}")
+    return json.dumps(dict(doc), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def decode_doc(blob: bytes) -> Doc:
+    """The inverse of :func:`encode_doc`."""
+    if blob[:1] == b"\x00":
+        return bytes(blob[1:])
+    return json.loads(blob)  # type: ignore[no-any-return]
 
 
 @runtime_checkable

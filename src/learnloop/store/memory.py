@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import count as _counter
 from typing import Literal
 
-from learnloop.store.base import TABLES, Doc, Key, check_key
+from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
 
 __all__ = ["MemoryStore"]
 
@@ -19,6 +18,11 @@ _ABSENT = object()
 class MemoryStore:
     """Dict-backed store; ``atomic()`` keeps an undo log and rolls back on error.
 
+    Documents are kept encoded (as :class:`~learnloop.store.SQLiteStore` keeps
+    them), so a caller never shares an object with the store and every store
+    returns the same thing. A nested ``atomic()`` block that raises undoes its
+    own writes only.
+
     >>> store = MemoryStore()
     >>> store.put_many("items", "app", [(("q1",), {"item_id": "q1"})])
     >>> store.get("items", "app", ("q1",))
@@ -26,14 +30,13 @@ class MemoryStore:
     """
 
     def __init__(self) -> None:
-        # (table, app) -> key -> [seq, doc]
-        self._data: dict[tuple[str, str], dict[Key, list]] = {}
+        # (table, app) -> key -> (seq, encoded doc)
+        self._data: dict[tuple[str, str], dict[Key, tuple[int, bytes]]] = {}
         self._seq = _counter(1)
         self._lock = threading.RLock()
         self._undo: list[tuple[tuple[str, str], Key, object]] | None = None
-        self._depth = 0
 
-    def _table(self, table: str, app: str) -> dict[Key, list]:
+    def _table(self, table: str, app: str) -> dict[Key, tuple[int, bytes]]:
         if table not in TABLES:
             raise KeyError(f"unknown table '{table}'")
         return self._data.setdefault((table, app), {})
@@ -41,95 +44,100 @@ class MemoryStore:
     @contextmanager
     def atomic(self) -> Iterator[None]:
         with self._lock:
-            outer = self._depth == 0
+            outer = self._undo is None
             if outer:
                 self._undo = []
-            self._depth += 1
+            assert self._undo is not None
+            mark = len(self._undo)
             try:
                 yield
             except BaseException:
-                if outer:
-                    self._rollback()
+                self._rollback(mark)
                 raise
             finally:
-                self._depth -= 1
                 if outer:
                     self._undo = None
 
-    def _rollback(self) -> None:
+    def _rollback(self, mark: int) -> None:
         assert self._undo is not None
-        for where, key, previous in reversed(self._undo):
+        for where, key, previous in reversed(self._undo[mark:]):
             rows = self._data[where]
             if previous is _ABSENT:
                 rows.pop(key, None)
             else:
                 rows[key] = previous  # type: ignore[assignment]
+        del self._undo[mark:]
 
-    def _remember(self, where: tuple[str, str], rows: dict[Key, list], key: Key) -> None:
+    def _remember(self, where: tuple[str, str], rows: dict[Key, tuple[int, bytes]], key: Key) -> None:
         if self._undo is not None:
             self._undo.append((where, key, rows.get(key, _ABSENT)))
 
-    @staticmethod
-    def _copy(doc: Doc) -> Doc:
-        return doc if isinstance(doc, bytes) else copy.deepcopy(dict(doc))
-
     def get(self, table: str, app: str, key: Key) -> Doc | None:
+        key = tuple(key)
+        check_key(table, key)
         with self._lock:
-            row = self._table(table, app).get(tuple(key))
-            return None if row is None else self._copy(row[1])
+            row = self._table(table, app).get(key)
+        return None if row is None else decode_doc(row[1])
 
     def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
+        wanted = [tuple(key) for key in keys]
+        for key in wanted:
+            check_key(table, key)
         with self._lock:
             rows = self._table(table, app)
-            out = {}
-            for key in keys:
-                row = rows.get(tuple(key))
-                if row is not None:
-                    out[tuple(key)] = self._copy(row[1])
-            return out
+            found = [(key, rows.get(key)) for key in wanted]
+        return {key: decode_doc(row[1]) for key, row in found if row is not None}
 
     def scan(
         self, table: str, app: str, prefix: Key = (), *, order: Literal["key", "seq"] = "key"
     ) -> Iterator[tuple[Key, Doc]]:
+        prefix = tuple(prefix)
+        check_prefix(table, prefix)
+        n = len(prefix)
         with self._lock:
-            n = len(prefix)
-            rows = [
-                (key, row) for key, row in self._table(table, app).items() if key[:n] == tuple(prefix)
-            ]
-            rows.sort(key=(lambda kr: kr[0]) if order == "key" else (lambda kr: kr[1][0]))
-            snapshot = [(key, self._copy(row[1])) for key, row in rows]
-        return iter(snapshot)
+            rows = [(key, row) for key, row in self._table(table, app).items() if key[:n] == prefix]
+        rows.sort(key=(lambda kr: kr[0]) if order == "key" else (lambda kr: kr[1][0]))
+        return iter([(key, decode_doc(row[1])) for key, row in rows])
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
+        prefix = tuple(prefix)
+        check_prefix(table, prefix)
+        n = len(prefix)
         with self._lock:
-            n = len(prefix)
-            return sorted(key for key in self._table(table, app) if key[:n] == tuple(prefix))
+            return sorted(key for key in self._table(table, app) if key[:n] == prefix)
 
     def count(self, table: str, app: str, prefix: Key = ()) -> int:
+        prefix = tuple(prefix)
+        check_prefix(table, prefix)
         with self._lock:
             rows = self._table(table, app)
             if not prefix:
                 return len(rows)
             n = len(prefix)
-            return sum(1 for key in rows if key[:n] == tuple(prefix))
+            return sum(1 for key in rows if key[:n] == prefix)
 
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
+        prepared = []
+        for key, doc in rows:
+            key = tuple(key)
+            check_key(table, key)
+            prepared.append((key, encode_doc(doc)))
         with self._lock:
             where = (table, app)
             target = self._table(table, app)
-            for key, doc in rows:
-                key = tuple(key)
-                check_key(table, key)
+            for key, blob in prepared:
                 self._remember(where, target, key)
-                target[key] = [next(self._seq), self._copy(doc)]
+                target[key] = (next(self._seq), blob)
 
     def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
+        wanted = [tuple(key) for key in keys]
+        for key in wanted:
+            check_key(table, key)
         with self._lock:
             where = (table, app)
             target = self._table(table, app)
             deleted = []
-            for key in keys:
-                key = tuple(key)
+            for key in wanted:
                 if key in target:
                     self._remember(where, target, key)
                     del target[key]
@@ -137,9 +145,11 @@ class MemoryStore:
             return deleted
 
     def delete_prefix(self, table: str, app: str, prefix: Key) -> int:
+        prefix = tuple(prefix)
+        check_prefix(table, prefix)
+        n = len(prefix)
         with self._lock:
-            n = len(prefix)
-            keys = [key for key in self._table(table, app) if key[:n] == tuple(prefix)]
+            keys = [key for key in self._table(table, app) if key[:n] == prefix]
             return len(self.delete_many(table, app, keys))
 
     def close(self) -> None:

@@ -8,7 +8,6 @@ Several processes may open the same file; writes are serialised by SQLite.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
@@ -16,23 +15,13 @@ from contextlib import contextmanager
 from os import PathLike
 from typing import Literal
 
-from learnloop.store.base import TABLES, Doc, Key, check_key
+from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
 
 __all__ = ["SQLiteStore"]
 
 _KEY_COLUMNS = ("k1", "k2", "k3", "k4")
-
-
-def _encode(doc: Doc) -> bytes:
-    if isinstance(doc, bytes):
-        return b"\x00" + doc
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def _decode(blob: bytes) -> Doc:
-    if blob[:1] == b"\x00":
-        return bytes(blob[1:])
-    return json.loads(blob)
+#: keys per SELECT in ``get_many`` (under the 999 parameters of old SQLite builds)
+_CHUNK = 900
 
 
 class SQLiteStore:
@@ -64,22 +53,31 @@ class SQLiteStore:
     # -- transactions ---------------------------------------------------------
     @contextmanager
     def atomic(self) -> Iterator[None]:
+        """One transaction; a nested block is a savepoint that a raise rolls back alone."""
         with self._lock:
-            outer = self._depth == 0
-            if outer:
-                self._conn.execute("BEGIN IMMEDIATE")
+            savepoint = f"sp{self._depth}" if self._depth else None
+            self._conn.execute(f"SAVEPOINT {savepoint}" if savepoint else "BEGIN IMMEDIATE")
             self._depth += 1
             try:
                 yield
             except BaseException:
                 self._depth -= 1
-                if outer:
+                if savepoint:
+                    self._conn.execute(f"ROLLBACK TO {savepoint}")
+                    self._conn.execute(f"RELEASE {savepoint}")
+                else:
                     self._conn.execute("ROLLBACK")
                 raise
-            else:
-                self._depth -= 1
-                if outer:
-                    self._conn.execute("COMMIT")
+            self._depth -= 1
+            if savepoint:
+                self._conn.execute(f"RELEASE {savepoint}")
+                return
+            try:
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
 
     # -- helpers ------------------------------------------------------------------
     @staticmethod
@@ -88,7 +86,8 @@ class SQLiteStore:
         return tuple(key) + ("",) * (4 - len(key))
 
     @staticmethod
-    def _where_prefix(prefix: Key) -> tuple[str, tuple[str, ...]]:
+    def _where_prefix(table: str, prefix: Key) -> tuple[str, tuple[str, ...]]:
+        check_prefix(table, tuple(prefix))
         clause = "".join(f" AND {col} = ?" for col in _KEY_COLUMNS[: len(prefix)])
         return clause, tuple(prefix)
 
@@ -106,34 +105,49 @@ class SQLiteStore:
                 f"SELECT v FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?",
                 (app, *params),
             ).fetchone()
-        return None if row is None else _decode(row[0])
+        return None if row is None else decode_doc(row[0])
 
     def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
+        check_prefix(table, ())
         width = TABLES[table]
-        out: dict[Key, Doc] = {}
-        with self._lock:
-            for key in keys:
-                doc = self.get(table, app, key)
+        wanted = [self._params(table, tuple(key)) for key in keys]
+        if width > 1:
+            out: dict[Key, Doc] = {}
+            for params in wanted:
+                doc = self.get(table, app, params[:width])
                 if doc is not None:
-                    out[tuple(key)[:width]] = doc
-        return out
+                    out[params[:width]] = doc
+            return out
+        found: dict[Key, Doc] = {}
+        with self._lock:
+            for at in range(0, len(wanted), _CHUNK):
+                chunk = [params[0] for params in wanted[at : at + _CHUNK]]
+                marks = ", ".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    f"SELECT k1, v FROM {table} WHERE app = ? AND k1 IN ({marks}) "
+                    "AND k2 = '' AND k3 = '' AND k4 = ''",
+                    (app, *chunk),
+                ).fetchall()
+                for k1, blob in rows:
+                    found[(k1,)] = decode_doc(blob)
+        return found
 
     def scan(
         self, table: str, app: str, prefix: Key = (), *, order: Literal["key", "seq"] = "key"
     ) -> Iterator[tuple[Key, Doc]]:
+        clause, params = self._where_prefix(table, prefix)
         width = TABLES[table]
-        clause, params = self._where_prefix(prefix)
         order_by = "k1, k2, k3, k4" if order == "key" else "seq"
         with self._lock:
             rows = self._conn.execute(
                 f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ?{clause} ORDER BY {order_by}",
                 (app, *params),
             ).fetchall()
-        return iter([(tuple(row[:width]), _decode(row[4])) for row in rows])
+        return iter([(tuple(row[:width]), decode_doc(row[4])) for row in rows])
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
+        clause, params = self._where_prefix(table, prefix)
         width = TABLES[table]
-        clause, params = self._where_prefix(prefix)
         with self._lock:
             rows = self._conn.execute(
                 f"SELECT k1, k2, k3, k4 FROM {table} WHERE app = ?{clause} ORDER BY k1, k2, k3, k4",
@@ -142,9 +156,7 @@ class SQLiteStore:
         return [tuple(row[:width]) for row in rows]
 
     def count(self, table: str, app: str, prefix: Key = ()) -> int:
-        if table not in TABLES:
-            raise KeyError(f"unknown table '{table}'")
-        clause, params = self._where_prefix(prefix)
+        clause, params = self._where_prefix(table, prefix)
         with self._lock:
             return self._conn.execute(
                 f"SELECT COUNT(*) FROM {table} WHERE app = ?{clause}", (app, *params)
@@ -152,7 +164,7 @@ class SQLiteStore:
 
     # -- writes ---------------------------------------------------------------------
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
-        prepared = [(self._params(table, key), _encode(doc)) for key, doc in rows]
+        prepared = [(self._params(table, key), encode_doc(doc)) for key, doc in rows]
         if not prepared:
             return
         with self.atomic():
@@ -176,9 +188,7 @@ class SQLiteStore:
         return deleted
 
     def delete_prefix(self, table: str, app: str, prefix: Key) -> int:
-        if table not in TABLES:
-            raise KeyError(f"unknown table '{table}'")
-        clause, params = self._where_prefix(prefix)
+        clause, params = self._where_prefix(table, prefix)
         with self.atomic():
             return self._conn.execute(f"DELETE FROM {table} WHERE app = ?{clause}", (app, *params)).rowcount
 
