@@ -1,0 +1,463 @@
+r"""One learner's state in one catalog, and the model that updates and reads it.
+
+:class:`LearnerState` joins, for a (user, catalog):
+
+* **mastery**: a Gaussian belief (mean, variance, amount of evidence) about the
+  ability on every topic and on a virtual *overall* node (index ``T``);
+* **forgetting**: an FSRS-style memory (stability, difficulty, last review,
+  reviews) per topic;
+* **bookkeeping** per item position: attempts, skips, last score, largest
+  theory fraction viewed, time spent, last timestamp, and a signature of the
+  last event (to ignore exact duplicates).
+
+:class:`LearnerModel` speaks the verb pair ``update(state, event) -> state``
+(a new state; the input is never changed) and ``predict(state, items) ->
+P(correct)``. The topic graph enters in two ways:
+
+* *Hierarchical prior.* A topic without evidence of its own borrows the belief
+  of its nearest ancestor with evidence (finally the overall node, whose prior
+  is N(0, ``prior_var``)), widened by ``topic_var`` per level. A learner new to
+  a topic therefore starts from what is known of the parent topic and of the
+  learner overall.
+* *Propagation.* An answer on topic ``t`` updates ``t`` with full weight, each
+  ancestor and the overall node with ``parent_weight``, and each topic that
+  has ``t`` as a prerequisite with ``prerequisite_weight`` (a tempered
+  likelihood, see :func:`~learnloop.tracing.update_ability`).
+
+Learning is modelled as a random walk: before each update the variance grows
+by ``drift``, and after an answer the topic's mean moves by ``practice_gain``
+logits (0 by default: set it to the expected gain per attempt of your
+learners, e.g. from the learning curves of past cohorts).
+
+Each update is O(depth + successors), independent of the history length.
+Exact duplicates (same item and timestamp and content as that item's last
+event) change nothing; anything else that re-uses an event key (an overwrite,
+or a late duplicate of an older event) is handled by :meth:`LearnerModel.replay`,
+which de-duplicates by (item, timestamp), keeping the latest version.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._types import ArrayLike, FloatArray
+from .ability import update_ability
+from .forgetting import Memory, MemoryModel, as_epoch_seconds, recall_probability
+from .irt import expected_p_correct
+from .status import display_skill, item_credit, proficiency, progress, skill_level
+from .structure import Event, ItemParams, TopicStructure
+
+__all__ = ["LearnerModel", "LearnerState", "Status"]
+
+_FORMAT = 1
+_KIND_CODE = {"attempt": 1, "skip": 2, "view_theory": 3}
+# columns of the per-item float table
+_ATT, _SKIP, _SCORE, _FRAC, _TIME, _TS = range(6)
+# columns of the per-topic memory table
+_STAB, _DIFF, _LAST, _REV, _LAPSE = range(5)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class LearnerState:
+    """Immutable learner state (arrays are read-only; updates return new states).
+
+    ``ability``: (T + 1, 3) mean, variance, evidence per topic (row T: overall).
+    ``memory``: (T, 5) stability (days, NaN = never reviewed), difficulty, last
+    review (epoch s), reviews, lapses. ``items``: (n, 6) attempts, skips, last
+    score (NaN), largest theory fraction, time spent (ms), last timestamp
+    (epoch s, NaN). ``signature``: (n,) hash of each item's last event.
+    """
+
+    ability: FloatArray
+    memory: FloatArray
+    items: FloatArray
+    signature: np.ndarray
+    n_events: int = 0
+
+    @property
+    def attempts(self) -> FloatArray:
+        """Attempts per item position."""
+        return self.items[:, _ATT]
+
+    @property
+    def last_score(self) -> FloatArray:
+        """Last attempt score per item (NaN: none)."""
+        return self.items[:, _SCORE]
+
+    @property
+    def max_fraction(self) -> FloatArray:
+        """Largest theory fraction viewed per item."""
+        return self.items[:, _FRAC]
+
+    @property
+    def time_spent_ms(self) -> FloatArray:
+        """Time spent per item in milliseconds."""
+        return self.items[:, _TIME]
+
+    @property
+    def last_timestamp(self) -> FloatArray:
+        """Last interaction per item in epoch seconds (NaN: none)."""
+        return self.items[:, _TS]
+
+    def memory_of(self, topic: int) -> Memory | None:
+        """The memory of one topic, or None if never reviewed."""
+        row = self.memory[topic]
+        if math.isnan(row[_STAB]):
+            return None
+        return Memory(float(row[_STAB]), float(row[_DIFF]), float(row[_LAST]), int(row[_REV]), int(row[_LAPSE]))
+
+    # -- serialisation ---------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (NaN written as None)."""
+
+        def enc(a: np.ndarray) -> list[Any]:
+            return [[None if math.isnan(v) else v for v in row] for row in a.tolist()]
+
+        return {
+            "format": _FORMAT,
+            "n_events": self.n_events,
+            "ability": enc(self.ability),
+            "memory": enc(self.memory),
+            "items": enc(self.items),
+            "signature": self.signature.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LearnerState:
+        """Inverse of :meth:`to_dict`."""
+        if data.get("format") != _FORMAT:
+            raise ValueError(f"unknown learner state format {data.get('format')!r}")
+
+        def dec(rows: list[list[float | None]], width: int) -> FloatArray:
+            arr = np.array([[math.nan if v is None else v for v in row] for row in rows], dtype=np.float64)
+            return _frozen(arr.reshape(-1, width))
+
+        return cls(
+            ability=dec(data["ability"], 3),
+            memory=dec(data["memory"], 5),
+            items=dec(data["items"], 6),
+            signature=_frozen(np.array(data["signature"], dtype=np.int64)),
+            n_events=int(data["n_events"]),
+        )
+
+    def to_bytes(self) -> bytes:
+        """A compact exact binary form (numpy ``.npz``, no pickle)."""
+        buf = io.BytesIO()
+        np.savez_compressed(
+            buf,
+            format=np.array(_FORMAT),
+            n_events=np.array(self.n_events),
+            ability=self.ability,
+            memory=self.memory,
+            items=self.items,
+            signature=self.signature,
+        )
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LearnerState:
+        """Inverse of :meth:`to_bytes`."""
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            if int(z["format"]) != _FORMAT:
+                raise ValueError(f"unknown learner state format {int(z['format'])}")
+            return cls(
+                ability=_frozen(z["ability"].copy()),
+                memory=_frozen(z["memory"].copy()),
+                items=_frozen(z["items"].copy()),
+                signature=_frozen(z["signature"].copy()),
+                n_events=int(z["n_events"]),
+            )
+
+    def remap(
+        self, *, item_map: ArrayLike, n_items: int, topic_map: ArrayLike, n_topics: int
+    ) -> LearnerState:
+        """Carry the state over to a changed catalog.
+
+        ``item_map[old] = new`` position (-1: removed) and likewise ``topic_map``;
+        new items and topics start empty.
+        """
+        im = np.asarray(item_map, dtype=np.intp)
+        tm = np.asarray(topic_map, dtype=np.intp)
+        fresh = _empty(n_topics, n_items)
+        ability, memory, items, sig = (np.array(x) for x in (fresh.ability, fresh.memory, fresh.items, fresh.signature))
+        keep_i = im >= 0
+        items[im[keep_i]] = self.items[keep_i]
+        sig[im[keep_i]] = self.signature[keep_i]
+        keep_t = tm >= 0
+        memory[tm[keep_t]] = self.memory[keep_t]
+        ability[tm[keep_t]] = self.ability[:-1][keep_t]
+        ability[-1] = self.ability[-1]
+        return LearnerState(_frozen(ability), _frozen(memory), _frozen(items), _frozen(sig), self.n_events)
+
+
+def _empty(n_topics: int, n_items: int, prior_var: float = 1.0) -> LearnerState:
+    ability = np.zeros((n_topics + 1, 3))
+    ability[:, 1] = prior_var
+    memory = np.full((n_topics, 5), math.nan)
+    memory[:, _REV:] = 0.0
+    items = np.zeros((n_items, 6))
+    items[:, _SCORE] = math.nan
+    items[:, _TS] = math.nan
+    return LearnerState(_frozen(ability), _frozen(memory), _frozen(items), _frozen(np.zeros(n_items, dtype=np.int64)))
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Status over one filter (v2: proficiency, progress, time, last timestamp; v1: skill levels)."""
+
+    proficiency: float | None
+    progress: float
+    time_spent_ms: int
+    last_interaction_timestamp: float | None
+    skill_level: float
+    display_skill: float
+
+
+class LearnerModel:
+    """Updates and reads :class:`LearnerState` for one catalog (see the module docstring).
+
+    >>> topics = TopicStructure.from_arrays([-1, 0, 0])
+    >>> items = ItemParams.from_catalog(item_topic=[1, 1, 2], difficulty=[0.5, 0.5, 0.5],
+    ...                                 scorable=[True, True, True], is_theory=[False] * 3)
+    >>> model = LearnerModel(topics, items)
+    >>> s0 = model.new_state()
+    >>> s1 = model.update(s0, Event(item=0, kind="attempt", score=1.0, timestamp=0.0))
+    >>> p0, p1 = model.predict(s0), model.predict(s1)
+    >>> bool(p1[1] > p0[1]) and bool(p1[2] > p0[2]) and bool(p1[1] > p1[2])
+    True
+    """
+
+    def __init__(
+        self,
+        topics: TopicStructure,
+        items: ItemParams,
+        *,
+        prior_var: float = 1.0,
+        topic_var: float = 0.3,
+        parent_weight: float = 1.0,
+        prerequisite_weight: float = 0.2,
+        drift: float = 0.01,
+        practice_gain: float = 0.0,
+        skip_score: float | None = None,
+        memory_model: MemoryModel | None = None,
+    ) -> None:
+        problems = []
+        if int(items.topic.max(initial=-1)) >= topics.n_topics:
+            problems.append(f"items refer to topic {int(items.topic.max())} of {topics.n_topics}")
+        if prior_var <= 0 or topic_var < 0 or drift < 0:
+            problems.append("prior_var must be positive, topic_var and drift non-negative")
+        if not (0.0 <= parent_weight <= 1.0 and 0.0 <= prerequisite_weight <= 1.0):
+            problems.append("parent_weight and prerequisite_weight must lie in [0, 1]")
+        if skip_score is not None and not 0.0 <= skip_score <= 1.0:
+            problems.append(f"skip_score must lie in [0, 1], got {skip_score}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        self.topics = topics
+        self.items = items
+        self.prior_var = prior_var
+        self.topic_var = topic_var
+        self.parent_weight = parent_weight
+        self.prerequisite_weight = prerequisite_weight
+        self.drift = drift
+        self.practice_gain = practice_gain
+        self.skip_score = skip_score
+        self.memory_model = memory_model if memory_model is not None else MemoryModel()
+        # plain Python copies for the scalar path
+        self._b = items.b.tolist()
+        self._a = items.a.tolist()
+        self._item_topic = items.topic.tolist()
+        self._scorable = items.scorable.tolist()
+        self._is_theory = items.is_theory.tolist()
+        self._chains = [topics.chain(t).tolist() for t in range(topics.n_topics)]
+        self._succ = [topics.successors(t).tolist() for t in range(topics.n_topics)]
+
+    def new_state(self) -> LearnerState:
+        """The state of a learner without any interaction."""
+        return _empty(self.topics.n_topics, self.items.n_items, self.prior_var)
+
+    # -- update ----------------------------------------------------------------
+
+    @staticmethod
+    def signature(event: Event) -> int:
+        """A deterministic hash of an event's content (not its key)."""
+        return hash(
+            (
+                _KIND_CODE.get(event.kind, 0),
+                -1.0 if event.score is None else float(event.score),
+                int(event.time_spent_ms or 0),
+                -1.0 if event.fraction_completed is None else float(event.fraction_completed),
+            )
+        )
+
+    def update(self, state: LearnerState, event: Event) -> LearnerState:
+        """The state after ``event`` (a new object; ``state`` is unchanged)."""
+        return self.update_many(state, (event,))
+
+    def update_many(self, state: LearnerState, events: Iterable[Event]) -> LearnerState:
+        """Apply events in the given order with one copy of the state."""
+        ability = state.ability.copy()
+        memory = state.memory.copy()
+        items = state.items.copy()
+        sig = state.signature.copy()
+        n_events = state.n_events
+        for event in events:
+            if self._apply(ability, memory, items, sig, event):
+                n_events += 1
+        return LearnerState(_frozen(ability), _frozen(memory), _frozen(items), _frozen(sig), n_events)
+
+    def replay(self, events: Iterable[Event], state: LearnerState | None = None) -> LearnerState:
+        """Rebuild a state from a history: de-duplicated by (item, timestamp), the
+        latest version of a key winning, then applied in time order."""
+        latest: dict[tuple[int, float], Event] = {}
+        for event in events:
+            latest[(event.item, as_epoch_seconds(event.timestamp))] = event
+        ordered = sorted(latest.items(), key=lambda kv: kv[0][1])
+        return self.update_many(state if state is not None else self.new_state(), (e for _, e in ordered))
+
+    def _validate(self, event: Event) -> list[str]:
+        problems = []
+        if not 0 <= event.item < len(self._b):
+            problems.append(f"item position {event.item} out of range 0..{len(self._b) - 1}")
+        if event.kind not in _KIND_CODE:
+            problems.append(f"unknown event kind {event.kind!r}")
+        if event.score is not None and not 0.0 <= event.score <= 1.0:
+            problems.append(f"score must lie in [0, 1], got {event.score}")
+        if event.fraction_completed is not None and not 0.0 <= event.fraction_completed <= 1.0:
+            problems.append(f"fraction_completed must lie in [0, 1], got {event.fraction_completed}")
+        if event.topic is not None and not 0 <= event.topic < len(self._chains):
+            problems.append(f"topic index {event.topic} out of range")
+        return problems
+
+    def _apply(self, ability: FloatArray, memory: FloatArray, items: FloatArray, sig: np.ndarray, event: Event) -> bool:
+        problems = self._validate(event)
+        if problems:
+            raise ValueError("; ".join(problems))
+        i = event.item
+        ts = as_epoch_seconds(event.timestamp)
+        signature = self.signature(event)
+        row = items[i]
+        if row[_TS] == ts and sig[i] == signature:
+            return False  # exact duplicate of this item's latest event
+        row[_TIME] += max(0, int(event.time_spent_ms or 0))
+        row[_TS] = ts if math.isnan(row[_TS]) else max(row[_TS], ts)
+        sig[i] = signature
+        topic = self._item_topic[i] if event.topic is None else event.topic
+        score: float | None = None
+        if event.kind == "view_theory":
+            frac = 1.0 if event.fraction_completed is None else float(event.fraction_completed)
+            row[_FRAC] = max(row[_FRAC], frac)
+        elif event.kind == "skip":
+            row[_SKIP] += 1.0
+            score = self.skip_score
+        else:
+            row[_ATT] += 1.0
+            if self._scorable[i]:
+                if event.score is None:
+                    raise ValueError(f"an attempt on scorable item {i} needs a score")
+                score = float(event.score)
+                row[_SCORE] = score
+        if score is not None:
+            self._update_ability(ability, topic, self._b[i], self._a[i], score)
+            self._update_memory(memory, topic, score, ts)
+        return True
+
+    def _belief(self, ability: FloatArray, node: int) -> tuple[float, float]:
+        """Effective (mean, var) of a node: its own, or borrowed from the nearest informed ancestor."""
+        if ability[node, 2] > 0.0 or node == ability.shape[0] - 1:
+            return float(ability[node, 0]), float(ability[node, 1])
+        chain = self._chains[node]
+        for level, anc in enumerate(chain[1:], start=1):
+            if ability[anc, 2] > 0.0 or anc == ability.shape[0] - 1:
+                return float(ability[anc, 0]), float(ability[anc, 1]) + self.topic_var * level
+        raise AssertionError("unreachable: the chain ends at the overall node")
+
+    def _update_ability(self, ability: FloatArray, topic: int, b: float, a: float, score: float) -> None:
+        targets = [(node, self.parent_weight) for node in self._chains[topic][1:]]
+        targets.insert(0, (topic, 1.0))
+        targets.extend((succ, self.prerequisite_weight) for succ in self._succ[topic])
+        # read every prior before writing, so no node sees this answer twice
+        priors = [self._belief(ability, node) for node, _ in targets]
+        for (node, weight), (m, v) in zip(targets, priors, strict=True):
+            if weight <= 0.0:
+                continue
+            m2, v2 = update_ability(m, v, b=b, score=score, a=a, weight=weight, drift=self.drift)
+            ability[node, 0] = m2
+            ability[node, 1] = v2
+            ability[node, 2] += weight
+        ability[topic, 0] += self.practice_gain
+
+    def _update_memory(self, memory: FloatArray, topic: int, score: float, ts: float) -> None:
+        mem = None
+        row = memory[topic]
+        if not math.isnan(row[_STAB]):
+            mem = Memory(float(row[_STAB]), float(row[_DIFF]), float(row[_LAST]), int(row[_REV]), int(row[_LAPSE]))
+        new = self.memory_model.review(mem, score=score, timestamp=ts)
+        row[:] = (new.stability, new.difficulty, new.last_review, new.reviews, new.lapses)
+
+    # -- read ------------------------------------------------------------------
+
+    def topic_beliefs(self, state: LearnerState) -> tuple[FloatArray, FloatArray]:
+        """Effective ability (mean, sd) per topic (T,), the hierarchical prior applied."""
+        chains = self.topics.chains
+        informed = state.ability[chains, 2] > 0.0
+        informed[:, -1] = True  # the overall node is always usable
+        level = informed.argmax(axis=1)
+        node = chains[np.arange(chains.shape[0]), level]
+        # padding repeats the overall node, so the level of the overall node is its first column
+        mean = state.ability[node, 0]
+        var = state.ability[node, 1] + self.topic_var * np.minimum(level, self.topics.depth + 1)
+        return mean, np.sqrt(var)
+
+    def overall(self, state: LearnerState) -> tuple[float, float]:
+        """The learner's overall ability (mean, sd)."""
+        return float(state.ability[-1, 0]), math.sqrt(float(state.ability[-1, 1]))
+
+    def predict(self, state: LearnerState, items: ArrayLike | None = None) -> FloatArray:
+        """P(correct) per item position (all, or the given positions / boolean mask),
+        averaged over the ability belief of each item's topic."""
+        mean, sd = self.topic_beliefs(state)
+        idx = slice(None) if items is None else np.asarray(items)
+        topic = self.items.topic[idx]
+        return expected_p_correct(mean[topic], sd[topic] ** 2, self.items.b[idx], self.items.a[idx])
+
+    def recall(self, state: LearnerState, at: float | Any) -> FloatArray:
+        """Predicted recall probability per topic at time ``at`` (NaN: never reviewed)."""
+        now = as_epoch_seconds(at)
+        elapsed = (now - state.memory[:, _LAST]) / 86400.0
+        return recall_probability(state.memory[:, _STAB], elapsed)
+
+    def status(
+        self, state: LearnerState, mask: ArrayLike, *, p_correct: FloatArray | None = None, previous_display: float | None = None
+    ) -> Status:
+        """All status figures over the items selected by a boolean ``mask``."""
+        m = np.asarray(mask, dtype=bool)
+        p = self.predict(state) if p_correct is None else p_correct
+        prog = float(progress(state.attempts, state.max_fraction, self.items.is_theory, m))
+        skill = float(skill_level(p, self.items.scorable, m))
+        ts = state.last_timestamp[m]
+        touched = ts[~np.isnan(ts)]
+        prof = proficiency(p, self.items.scorable, m)
+        return Status(
+            proficiency=prof if prof is None else float(prof),
+            progress=prog,
+            time_spent_ms=int(state.time_spent_ms[m].sum()),
+            last_interaction_timestamp=float(touched.max()) if touched.size else None,
+            skill_level=skill,
+            display_skill=float(display_skill(skill, prog, previous=previous_display)),
+        )
+
+    def credit(self, state: LearnerState) -> FloatArray:
+        """Per-item progress credit in [0, 1]."""
+        return item_credit(state.attempts, state.max_fraction, self.items.is_theory)
