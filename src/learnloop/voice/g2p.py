@@ -30,7 +30,7 @@ _GRAPHEMES: Final = {
     "tch": ["CH"], "dge": ["JH"], "igh": ["AY"], "ough": ["AO"], "augh": ["AO"],
     "sch": ["S", "K"], "th": ["TH"], "sh": ["SH"], "ch": ["CH"], "ph": ["F"],
     "wh": ["W"], "ck": ["K"], "ng": ["NG"], "qu": ["K", "W"], "gh": ["G"],
-    "kn": ["N"], "wr": ["R"], "ee": ["IY"], "ea": ["IY"], "oo": ["UW"],
+    "kn": ["N"], "wr": ["R"], "nk": ["NG", "K"], "ee": ["IY"], "ea": ["IY"], "oo": ["UW"],
     "ai": ["EY"], "ay": ["EY"], "ei": ["EY"], "ey": ["EY"], "oa": ["OW"],
     "oe": ["OW"], "ou": ["AW"], "ow": ["OW"], "oi": ["OY"], "oy": ["OY"],
     "au": ["AO"], "aw": ["AO"], "ew": ["UW"], "ue": ["UW"], "ie": ["IY"],

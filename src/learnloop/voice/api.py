@@ -1,0 +1,213 @@
+"""The voice pronunciation scoring API as a plain Python object.
+
+``VoiceApi.handle(method, path, *, form=None, files=None, headers=None)``
+answers the documented endpoints with an :class:`~learnloop._http.ApiResponse`:
+
+==========================  =====================================================
+``POST /api/v1/score``             score against ``target_phrase``
+``POST /api/v1/multichoice/score`` ``target_phrase`` repeated: the best candidate
+``POST /api/v1/fluency/score``     the score plus the ``assessment`` dictionary
+``POST /api/v1/syllables``         syllable structure of ``target_phrase``, no audio
+==========================  =====================================================
+
+Credentials: ``X-API-KEY: <key>`` (keys map to applications), or
+``Authorization: Bearer <JWT>`` signed RS256 by a registered issuer, with
+``iss``, ``aud`` and ``exp`` claims.  Errors are ``{"errors": [{"status",
+"detail"}]}``; ``handle`` never raises for bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from learnloop._http import ApiResponse, header, resolve_api_key
+from learnloop.errors import ValidationError
+from learnloop.voice.audio import AUDIO_FORMATS
+from learnloop.voice.scorer import PronunciationScorer
+
+__all__ = ["MAX_CANDIDATES", "VoiceApi"]
+
+MAX_CANDIDATES: Final = 10
+_PREFIX: Final = "/api/v1"
+_ROUTES: Final = {
+    "/score": "score",
+    "/multichoice/score": "multichoice",
+    "/fluency/score": "fluency",
+    "/syllables": "syllables",
+}
+_DIALECTS: Final = ("en-us",)
+
+FormValue = str | Sequence[str]
+
+
+def _error(status: int, *details: str) -> ApiResponse:
+    return ApiResponse(status, {"errors": [{"status": status, "detail": d} for d in details]})
+
+
+class VoiceApi:
+    """The voice façade.
+
+    ``api_keys`` maps secret keys to application ids; ``jwt_issuers`` maps
+    issuer ids to RSA public keys (PEM).  With both ``None`` authentication is
+    off.  ``scorer`` defaults to a shared :class:`PronunciationScorer`, made on
+    first use.
+    """
+
+    def __init__(
+        self,
+        scorer: PronunciationScorer | None = None,
+        *,
+        api_keys: Mapping[str, str] | None = None,
+        jwt_issuers: Mapping[str, str | bytes] | None = None,
+        jwt_leeway_seconds: int = 30,
+    ) -> None:
+        self._scorer = scorer
+        self.api_keys = None if api_keys is None else dict(api_keys)
+        self.jwt_issuers = None if jwt_issuers is None else dict(jwt_issuers)
+        self.jwt_leeway_seconds = jwt_leeway_seconds
+
+    @property
+    def scorer(self) -> PronunciationScorer:
+        if self._scorer is None:
+            self._scorer = PronunciationScorer()
+        return self._scorer
+
+    # -- entry point -----------------------------------------------------------------
+    def handle(
+        self,
+        method: str,
+        path: str,
+        *,
+        form: Mapping[str, FormValue] | None = None,
+        files: Mapping[str, bytes] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> ApiResponse:
+        clean = (path or "").split("?", 1)[0].rstrip("/")
+        route = _ROUTES.get(clean[len(_PREFIX) :]) if clean.startswith(_PREFIX + "/") else None
+        if route is None:
+            return _error(404, f"no resource at {path!r}")
+        if str(method).upper() != "POST":
+            return _error(405, f"{method} is not allowed on {clean}; use POST")
+        who = self.authenticate(headers)
+        if who is None:
+            return _error(401, "missing, wrong or expired credentials: send X-API-KEY or Authorization: Bearer <JWT>")
+        try:
+            return getattr(self, f"_{route}")(form or {}, files or {})
+        except ValidationError as exc:
+            return _error(400, *exc.problems)
+
+    # -- credentials -----------------------------------------------------------------
+    def authenticate(self, headers: Mapping[str, str] | None) -> str | None:
+        """The application (API key) or ``issuer:audience`` (token) of a request, or ``None``."""
+        if self.api_keys is None and self.jwt_issuers is None:
+            return "default"
+        if self.api_keys is not None and header(headers, "X-API-KEY") is not None:
+            return resolve_api_key(self.api_keys, headers)
+        auth = header(headers, "Authorization")
+        if self.jwt_issuers and auth and auth[:7].lower() == "bearer ":
+            return self._verify_token(auth[7:].strip())
+        return None
+
+    def _verify_token(self, token: str) -> str | None:
+        try:
+            import jwt
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("JWT client tokens need the 'voice' extra: pip install 'learnloop[voice]'") from exc
+        assert self.jwt_issuers is not None
+        try:
+            unverified = jwt.decode(token, options={"verify_signature": False})
+            issuer = unverified.get("iss")
+            key = self.jwt_issuers.get(issuer) if isinstance(issuer, str) else None
+            if key is None:
+                return None
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=["RS256"],
+                issuer=issuer,
+                leeway=self.jwt_leeway_seconds,
+                options={"require": ["iss", "aud", "exp"], "verify_aud": False},
+            )
+        except (jwt.PyJWTError, ValueError, TypeError):
+            return None
+        aud = claims.get("aud")
+        if isinstance(aud, list):
+            aud = aud[0] if aud and all(isinstance(a, str) for a in aud) else None
+        if not isinstance(aud, str) or not aud:
+            return None
+        return f"{issuer}:{aud}"
+
+    # -- form parsing ----------------------------------------------------------------
+    @staticmethod
+    def _values(form: Mapping[str, FormValue], name: str) -> list[str]:
+        raw = form.get(name)
+        if raw is None:
+            return []
+        values = [raw] if isinstance(raw, (str, bytes)) else list(raw)
+        out = []
+        for v in values:
+            out.append(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+        return out
+
+    def _single(self, form: Mapping[str, FormValue], name: str, problems: list[str], *, required: bool = True) -> str | None:
+        values = self._values(form, name)
+        if not values or not values[0].strip():
+            if required:
+                problems.append(f"'{name}' is required")
+            return None
+        if len(values) > 1:
+            problems.append(f"'{name}' must be given once, not {len(values)} times")
+            return None
+        return values[0]
+
+    def _audio_request(self, form: Mapping[str, FormValue], files: Mapping[str, bytes], *, multi: bool) -> tuple[list[str], bytes]:
+        problems: list[str] = []
+        dialect = self._single(form, "dialect", problems)
+        if dialect is not None and dialect.strip().lower() not in _DIALECTS:
+            problems.append(f"dialect {dialect!r} is not supported; use 'en-us'")
+        self._single(form, "user_id", problems)
+        fmt = self._single(form, "audio_format", problems, required=False)
+        if fmt is not None and fmt.strip().lower() not in AUDIO_FORMATS:
+            problems.append(f"audio_format {fmt!r} is not supported; use wav, mp3 or webm")
+        if multi:
+            phrases = [p for p in self._values(form, "target_phrase") if p.strip()]
+            if not phrases:
+                problems.append("'target_phrase' is required (once per candidate)")
+            elif len(phrases) > MAX_CANDIDATES:
+                problems.append(f"too many candidates: {len(phrases)} > {MAX_CANDIDATES}")
+        else:
+            one = self._single(form, "target_phrase", problems)
+            phrases = [one] if one is not None else []
+        audio = files.get("audio")
+        if audio is None:
+            audio_value = self._values(form, "audio")
+            audio = audio_value[0].encode() if audio_value else None
+        if audio is None or not len(audio):
+            problems.append("'audio' file is required")
+        if problems:
+            raise ValidationError(problems)
+        assert audio is not None
+        return phrases, bytes(audio)
+
+    # -- endpoints -------------------------------------------------------------------
+    def _score(self, form: Mapping[str, FormValue], files: Mapping[str, bytes]) -> ApiResponse:
+        phrases, audio = self._audio_request(form, files, multi=False)
+        return ApiResponse(200, self.scorer.score(audio, phrases[0]).to_dict())
+
+    def _multichoice(self, form: Mapping[str, FormValue], files: Mapping[str, bytes]) -> ApiResponse:
+        phrases, audio = self._audio_request(form, files, multi=True)
+        return ApiResponse(200, self.scorer.multichoice(audio, phrases).to_dict())
+
+    def _fluency(self, form: Mapping[str, FormValue], files: Mapping[str, bytes]) -> ApiResponse:
+        phrases, audio = self._audio_request(form, files, multi=False)
+        return ApiResponse(200, self.scorer.score(audio, phrases[0], fluency=True).to_dict())
+
+    def _syllables(self, form: Mapping[str, FormValue], files: Mapping[str, bytes]) -> ApiResponse:
+        problems: list[str] = []
+        phrase = self._single(form, "target_phrase", problems)
+        if problems:
+            raise ValidationError(problems)
+        assert phrase is not None
+        body: dict[str, Any] = self.scorer.syllables(phrase)
+        return ApiResponse(200, body)
