@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from learnloop._learning import LearningMixin
 from learnloop._types import BoolArray, Clock
 from learnloop.content import (
     Catalog,
@@ -30,6 +31,7 @@ from learnloop.content import (
 )
 from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
 from learnloop.limits import Limits
+from learnloop.recommend import Policy
 from learnloop.store import MemoryStore, SQLiteStore, Store
 
 __all__ = ["Engine"]
@@ -45,7 +47,7 @@ def _dump(model: Any) -> dict[str, Any]:
     return model.model_dump(mode="json", exclude_none=True)
 
 
-class Engine:
+class Engine(LearningMixin):
     """An adaptive learning engine over one store.
 
     >>> engine = Engine(seed=7)
@@ -63,6 +65,8 @@ class Engine:
         clock: Clock | None = None,
         store: Store | None = None,
         limits: Limits | None = None,
+        secret: bytes | None = None,
+        policies: Mapping[str, Policy] | None = None,
     ) -> None:
         self.seed = seed
         self.clock: Clock = clock or _utc_now
@@ -72,6 +76,7 @@ class Engine:
         self._lock = threading.RLock()
         # (app, catalog_id) -> (content version, compiled index)
         self._indexes: dict[tuple[str, str], tuple[int, CatalogIndex]] = {}
+        self._init_learning(secret, policies)
 
     @classmethod
     def open(
@@ -82,9 +87,22 @@ class Engine:
         clock: Clock | None = None,
         limits: Limits | None = None,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        secret: bytes | None = None,
+        policies: Mapping[str, Policy] | None = None,
     ) -> Engine:
-        """An engine on the SQLite file at ``path`` (created when absent)."""
-        return cls(seed=seed, clock=clock, store=SQLiteStore(path, synchronous=synchronous), limits=limits)
+        """An engine on the SQLite file at ``path`` (created when absent).
+
+        Contexts stay valid across restarts: without ``secret``, the signing
+        secret is generated once and kept in the file.
+        """
+        return cls(
+            seed=seed,
+            clock=clock,
+            store=SQLiteStore(path, synchronous=synchronous),
+            limits=limits,
+            secret=secret,
+            policies=policies,
+        )
 
     def close(self) -> None:
         self.store.close()

@@ -21,3 +21,4 @@ class Limits:
     max_topic_item_refs: int = 20_000
     max_session_filter_items: int = 10_000
     max_constraints: int = 5
+    max_events_per_call: int = 10_000

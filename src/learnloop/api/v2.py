@@ -16,8 +16,10 @@ from pydantic import BaseModel, ConfigDict
 from learnloop._http import ApiResponse, BodyError, decode_json_body, resolve_api_key
 from learnloop._types import Identifier
 from learnloop.api._validation import describe_validation_error
-from learnloop.content import Catalog, ItemDatabaseAnnotation, ItemList
+from learnloop.content import Catalog, Filter, ItemDatabaseAnnotation, ItemList
 from learnloop.engine import Engine
+from learnloop.events import ContextEvent, PlainEvent
+from learnloop.recommend.session import SessionSpec
 from learnloop.errors import (
     ContextError,
     LimitExceededError,
@@ -42,6 +44,25 @@ class CatalogIdRequest(BaseModel):
 
 class EmptyRequest(BaseModel):
     model_config = _CLOSED
+
+
+class AdaptiveEngineRequest(BaseModel):
+    model_config = _CLOSED
+    session_context: str
+    events: tuple[ContextEvent, ...] | None = None
+
+
+class UserStatusRequest(BaseModel):
+    model_config = _CLOSED
+    user_id: Identifier
+    catalog_id: Identifier
+    filter_list: tuple[Filter, ...]
+
+
+class UpsertEventsRequest(BaseModel):
+    model_config = _CLOSED
+    user_id: Identifier
+    events: tuple[PlainEvent, ...]
 
 
 def _error(status: int, message: str) -> ApiResponse:
@@ -81,6 +102,10 @@ class V2Api:
             "/v2/query-catalog-ids": (EmptyRequest, self._query_catalog_ids),
             "/v2/query-item-database": (EmptyRequest, self._query_item_database),
             "/v2/delete-catalog": (CatalogIdRequest, self._delete_catalog),
+            "/v2/create-adaptive-session": (SessionSpec, self._create_session),
+            "/v2/adaptive-engine": (AdaptiveEngineRequest, self._adaptive_engine),
+            "/v2/user-status": (UserStatusRequest, self._user_status),
+            "/v2/upsert-events": (UpsertEventsRequest, self._upsert_events),
         }
 
     def handle(
@@ -155,4 +180,20 @@ class V2Api:
 
     def _delete_catalog(self, app: str, request: CatalogIdRequest) -> ApiResponse:
         self.engine.delete_catalog(request.catalog_id, app=app)
+        return _data({})
+
+    # -- sessions and events ------------------------------------------------------
+    def _create_session(self, app: str, request: SessionSpec) -> ApiResponse:
+        return _data({"session_context": self.engine.create_session(request, app=app)})
+
+    def _adaptive_engine(self, app: str, request: AdaptiveEngineRequest) -> ApiResponse:
+        step = self.engine.adaptive_step(request.session_context, request.events or (), app=app)
+        return _data(step.model_dump(mode="json"))
+
+    def _user_status(self, app: str, request: UserStatusRequest) -> ApiResponse:
+        statuses = self.engine.user_status(request.user_id, request.catalog_id, request.filter_list, app=app)
+        return _data({"user_status_list": [s.model_dump(mode="json") for s in statuses]})
+
+    def _upsert_events(self, app: str, request: UpsertEventsRequest) -> ApiResponse:
+        self.engine.upsert_events(request.user_id, request.events, app=app)
         return _data({})

@@ -1,1 +1,35 @@
-"""learnloop.recommend."""
+"""What the engine does next: sessions, the learn / review / assess policies, reasons."""
+
+from learnloop.recommend.context import ContextSigner
+from learnloop.recommend.policies import AssessPolicy, LearnPolicy, Pick, Policy, ReviewPolicy, policy_for
+from learnloop.recommend.results import AdaptiveStep, Reason, Recommendation, UserStatus
+from learnloop.recommend.session import (
+    Mode,
+    SessionConstraint,
+    SessionSpec,
+    SessionState,
+    SessionStatus,
+    StoppingConditions,
+)
+from learnloop.recommend.view import LearnerView
+
+__all__ = [
+    "AdaptiveStep",
+    "AssessPolicy",
+    "ContextSigner",
+    "LearnPolicy",
+    "LearnerView",
+    "Mode",
+    "Pick",
+    "Policy",
+    "Reason",
+    "Recommendation",
+    "ReviewPolicy",
+    "SessionConstraint",
+    "SessionSpec",
+    "SessionState",
+    "SessionStatus",
+    "StoppingConditions",
+    "UserStatus",
+    "policy_for",
+]

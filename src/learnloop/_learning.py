@@ -1,0 +1,406 @@
+"""The engine's learning side: events, learner status and adaptive sessions.
+
+:class:`LearningMixin` is part of :class:`~learnloop.engine.Engine`; it is kept
+apart from the content methods for readability.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from learnloop._tracking import CatalogModel, Tracker, _Cached
+from learnloop._types import BoolArray
+from learnloop.content import Filter, compile_filter
+from learnloop.errors import ContextError, LimitExceededError, NotFoundError, ValidationError
+from learnloop.events import (
+    AttemptEvent,
+    ContextAttemptEvent,
+    ContextSkipEvent,
+    ContextViewTheoryEvent,
+    Interaction,
+    SkipEvent,
+    ViewTheoryEvent,
+    format_timestamp,
+)
+from learnloop.recommend import (
+    AdaptiveStep,
+    AssessPolicy,
+    ContextSigner,
+    LearnerView,
+    Policy,
+    Reason,
+    Recommendation,
+    SessionSpec,
+    SessionState,
+    UserStatus,
+    policy_for,
+)
+
+if TYPE_CHECKING:
+    from learnloop.engine import Engine
+
+__all__ = ["LearningMixin"]
+
+PlainEvents = Iterable[AttemptEvent | SkipEvent | ViewTheoryEvent | Mapping[str, Any]]
+ContextEvents = Iterable[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent | Mapping[str, Any]]
+
+
+def _filter_key(flt: Filter | None) -> str:
+    return "" if flt is None else json.dumps(flt.model_dump(exclude_none=True), sort_keys=True)
+
+
+class LearningMixin:
+    """Events, status and sessions (see :class:`~learnloop.engine.Engine`)."""
+
+    def _init_learning(self: Engine, secret: bytes | None, policies: Mapping[str, Policy] | None) -> None:
+        self._tracker = Tracker(self.store)
+        self._models: dict[tuple[str, str], CatalogModel] = {}
+        self._masks: OrderedDict[tuple[str, str, str, str], BoolArray] = OrderedDict()
+        self._secret = secret
+        self._signer_obj: ContextSigner | None = None
+        self._signer_lock = threading.Lock()
+        self.policies: dict[str, Policy] = {m: policy_for(m) for m in ("learn", "review", "assess")}
+        if policies:
+            self.policies.update(policies)
+
+    # -- plumbing -------------------------------------------------------------------
+    @property
+    def _signer(self: Engine) -> ContextSigner:
+        with self._signer_lock:
+            if self._signer_obj is None:
+                secret = self._secret
+                if secret is None:
+                    doc = self.store.get("meta", "", ("context_secret",))
+                    if doc is None:
+                        doc = {"hex": os.urandom(32).hex()}
+                        self.store.put_many("meta", "", [(("context_secret",), doc)])
+                    secret = bytes.fromhex(doc["hex"])  # type: ignore[index]
+                self._signer_obj = ContextSigner(secret)
+            return self._signer_obj
+
+    def catalog_model(self: Engine, catalog_id: str, *, app: str = "default") -> CatalogModel:
+        """The compiled catalog with its learner model (cached until content changes)."""
+        with self._lock:
+            index = self.catalog_index(catalog_id, app=app)
+            cached = self._models.get((app, catalog_id))
+            if cached is not None and cached.index is index:
+                return cached
+            model = CatalogModel.build(index)
+            self._models[(app, catalog_id)] = model
+            return model
+
+    def _mask(self: Engine, app: str, model: CatalogModel, flt: Filter | None) -> BoolArray:
+        key = (app, model.index.catalog_id, model.fingerprint, _filter_key(flt))
+        with self._lock:
+            mask = self._masks.get(key)
+            if mask is None:
+                mask = compile_filter(model.index, flt)
+                mask.setflags(write=False)
+                self._masks[key] = mask
+                while len(self._masks) > 1024:
+                    self._masks.popitem(last=False)
+            else:
+                self._masks.move_to_end(key)
+            return mask
+
+    def _status(self, model: CatalogModel, entry: _Cached, mask: BoolArray, p: np.ndarray) -> UserStatus:
+        status = model.model.status(entry.state, mask, p_correct=p)
+        last = status.last_interaction_timestamp
+        return UserStatus(
+            progress=status.progress,
+            proficiency=status.proficiency,
+            time_spent_ms=status.time_spent_ms,
+            last_interaction_timestamp=None if last is None else format_timestamp(datetime.fromtimestamp(last, UTC)),
+        )
+
+    def _view(self: Engine, model: CatalogModel, entry: _Cached, p: np.ndarray) -> LearnerView:
+        state = entry.state
+        items = model.model.items
+        info = items.a**2 * p * (1.0 - p)
+        failed = None
+        if entry.last_attempt is not None and entry.last_attempt[1] < 0.5:
+            failed = entry.last_attempt[0]
+        return LearnerView(
+            index=model.index,
+            p_correct=p,
+            information=info,
+            attempts=state.attempts.astype(np.int64),
+            last_score=state.last_score,
+            viewed=state.max_fraction,
+            recall=model.model.recall(state, self.clock().timestamp()),
+            last_failed=failed,
+        )
+
+    def _check_events_count(self: Engine, n: int) -> None:
+        if n > self.limits.max_events_per_call:
+            raise LimitExceededError("events per call", n, self.limits.max_events_per_call)
+
+    # -- events outside sessions ------------------------------------------------------
+    def upsert_events(self: Engine, user_id: str, events: PlainEvents, *, app: str = "default") -> int:
+        """Store events outside a session (all or none); returns how many were new."""
+        parsed = [_plain(e) for e in events]
+        self._check_events_count(len(parsed))
+        problems: list[str] = []
+        interactions: list[Interaction] = []
+        models: dict[str, CatalogModel] = {}
+        for i, event in enumerate(parsed):
+            where = f"events[{i}]"
+            model = models.get(event.catalog_id)
+            if model is None:
+                try:
+                    model = models[event.catalog_id] = self.catalog_model(event.catalog_id, app=app)
+                except NotFoundError:
+                    problems.append(f"{where}: unknown catalog '{event.catalog_id}'")
+                    continue
+            index = model.index
+            position = index.position(event.item_id, event.topic_id)
+            if position is None:
+                if event.topic_id is not None and event.topic_id in index.topic_index:
+                    problems.append(f"{where}: item '{event.item_id}' is not in topic '{event.topic_id}'")
+                elif event.topic_id is not None:
+                    problems.append(f"{where}: unknown topic '{event.topic_id}' in catalog '{event.catalog_id}'")
+                else:
+                    problems.append(f"{where}: item '{event.item_id}' is not in catalog '{event.catalog_id}'")
+                continue
+            topic_id = index.topic_ids[index.item_topic[position]]
+            if event.type == "attempt" and index.scorable[position] and event.score is None:
+                problems.append(f"{where}: attempt on scorable item '{event.item_id}' needs a score")
+                continue
+            interactions.append(
+                Interaction.from_event(
+                    event, user_id=user_id, catalog_id=event.catalog_id, item_id=event.item_id, topic_id=topic_id
+                )
+            )
+        if problems:
+            raise ValidationError(problems)
+        with self._lock:
+            try:
+                with self.store.atomic():
+                    _, new = self._tracker.ingest(app, interactions, lambda c: models[c])
+            except BaseException:
+                self._tracker.forget()
+                raise
+        return new
+
+    # -- status ------------------------------------------------------------------------
+    def user_status(
+        self: Engine,
+        user_id: str,
+        catalog_id: str,
+        filters: Sequence[Filter | Mapping[str, Any] | None],
+        *,
+        app: str = "default",
+    ) -> list[UserStatus]:
+        """The v2 status of a learner over each filter, in the order given."""
+        model = self.catalog_model(catalog_id, app=app)
+        parsed = [f if f is None or isinstance(f, Filter) else Filter.model_validate(f) for f in filters]
+        masks = [self._mask(app, model, f) for f in parsed]
+        entry = self._tracker.state(app, user_id, model)
+        p = model.model.predict(entry.state)
+        return [self._status(model, entry, mask, p) for mask in masks]
+
+    def learner_view(self: Engine, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
+        """What the policies see of a learner now (for notebooks and tests)."""
+        model = self.catalog_model(catalog_id, app=app)
+        entry = self._tracker.state(app, user_id, model)
+        return self._view(model, entry, model.model.predict(entry.state))
+
+    # -- sessions -------------------------------------------------------------------------
+    def create_session(self: Engine, spec: SessionSpec | Mapping[str, Any], *, app: str = "default") -> str:
+        """Create an adaptive session; returns its opaque, signed ``session_context``."""
+        parsed = spec if isinstance(spec, SessionSpec) else SessionSpec.model_validate(spec)
+        constraints = parsed.constraints or ()
+        if len(constraints) > self.limits.max_constraints:
+            raise ValidationError(
+                f"a session takes at most {self.limits.max_constraints} constraints, got {len(constraints)}"
+            )
+        model = self.catalog_model(parsed.catalog_id, app=app)
+        mask = self._mask(app, model, parsed.filter)
+        for constraint in constraints:
+            self._mask(app, model, constraint.filter)
+        matched = int(mask.sum())
+        if matched > self.limits.max_session_filter_items:
+            raise ValidationError(
+                f"the session filter matches {matched} items; the limit 'items matched by a session "
+                f"filter' is {self.limits.max_session_filter_items}"
+            )
+        with self._lock:
+            session_id = self._rng.bytes(12).hex()
+            state = SessionState(
+                session_id=session_id,
+                spec=parsed,
+                started_at=self.clock(),
+                constraint_counts=(0,) * len(constraints),
+            )
+            self.store.put_many("sessions", app, [((session_id,), state.to_doc())])
+        return self._signer.sign(app, "s", {"id": session_id})
+
+    def session(self: Engine, session_context: str, *, app: str = "default") -> SessionState:
+        """The stored state of the session a context names."""
+        payload = self._signer.verify(session_context, app=app, kind="s")
+        doc = self.store.get("sessions", app, (payload["id"],))
+        if doc is None:
+            raise ContextError("stale session context: the session no longer exists")
+        return SessionState.from_doc(dict(doc))  # type: ignore[arg-type]
+
+    def _session_rng(self: Engine, session: SessionState) -> np.random.Generator:
+        seed = self.seed if self.seed is not None else int.from_bytes(hashlib.sha256(session.session_id.encode()).digest()[:8], "big")
+        return np.random.default_rng((seed, int(session.session_id, 16), session.recommendation_count))
+
+    def adaptive_step(
+        self: Engine, session_context: str, events: ContextEvents = (), *, app: str = "default"
+    ) -> AdaptiveStep:
+        """Ingest the events, update the learner, recommend the next item, report the status.
+
+        When no eligible item is left (the filter matches nothing, or the
+        constraints exclude everything) the recommendation is ``None``.
+        """
+        parsed = [_contextual(e) for e in events]
+        self._check_events_count(len(parsed))
+        with self._lock:
+            session = self.session(session_context, app=app)
+            spec = session.spec
+            model = self.catalog_model(spec.catalog_id, app=app)
+            index = model.index
+            interactions: list[Interaction] = []
+            problems: list[str] = []
+            for i, event in enumerate(parsed):
+                where = f"events[{i}]"
+                try:
+                    rec = self._signer.verify(event.recommendation_context, app=app, kind="r")
+                except ContextError as exc:
+                    problems.append(f"{where}.recommendation_context: {exc}")
+                    continue
+                if rec["s"] != session.session_id:
+                    problems.append(f"{where}.recommendation_context: it belongs to another session")
+                    continue
+                position = index.position(rec["i"], rec["t"])
+                if position is None:
+                    problems.append(
+                        f"{where}.recommendation_context: stale, item '{rec['i']}' is no longer in topic '{rec['t']}'"
+                    )
+                    continue
+                if event.type == "attempt" and index.scorable[position] and event.score is None:
+                    problems.append(f"{where}: attempt on scorable item '{rec['i']}' needs a score")
+                    continue
+                interactions.append(
+                    Interaction.from_event(
+                        event,
+                        user_id=spec.user_id,
+                        catalog_id=spec.catalog_id,
+                        item_id=rec["i"],
+                        topic_id=rec["t"],
+                        session_id=session.session_id,
+                    )
+                )
+            if problems:
+                if all("recommendation_context" in p for p in problems):
+                    raise ContextError("; ".join(problems))
+                raise ValidationError(problems)
+            try:
+                with self.store.atomic():
+                    changed, new = self._tracker.ingest(app, interactions, lambda c: model)
+                    latest = max((i.timestamp for i in changed), default=None)
+                    session = session.with_interactions(new, latest)
+                    if spec.mode.type == "assess":
+                        tested = [i.item_id for i in changed if i.kind == "attempt"]
+                        session = _with_assessed(session, tested)
+                    step = self._recommend(app, session, model)
+                    self.store.put_many("sessions", app, [((session.session_id,), step[1].to_doc())])
+            except BaseException:
+                self._tracker.forget()
+                raise
+            return step[0]
+
+    def _recommend(self: Engine, app: str, session: SessionState, model: CatalogModel) -> tuple[AdaptiveStep, SessionState]:
+        spec = session.spec
+        index = model.index
+        entry = self._tracker.state(app, spec.user_id, model)
+        p = model.model.predict(entry.state)
+        mask = self._mask(app, model, spec.filter)
+        eligible = mask.copy()
+        constraint_masks = [self._mask(app, model, c.filter) for c in spec.constraints or ()]
+        for constraint, cmask, used in zip(spec.constraints or (), constraint_masks, session.constraint_counts, strict=True):
+            if used + 1 > math.floor(constraint.value):
+                eligible &= ~cmask
+        previous = None
+        if session.last_item is not None:
+            previous = index.position(session.last_item, session.last_topic)
+        view = self._view(model, entry, p)
+        policy = self.policies[spec.mode.type]
+        rng = self._session_rng(session)
+        if isinstance(policy, AssessPolicy):
+            administered = np.zeros(index.n_items, dtype=bool)
+            for item_id in session.assessed:
+                found = index.item_positions.get(item_id)
+                if found is not None:
+                    administered[found] = True
+            pick = policy.select(view, eligible, previous=previous, rng=rng, administered=administered)
+        else:
+            pick = policy.select(view, eligible, previous=previous, rng=rng)
+        recommendation = None
+        if pick is not None:
+            item_id = index.item_ids[pick.position]
+            topic_id = index.topic_ids[index.item_topic[pick.position]]
+            context = self._signer.sign(
+                app, "r", {"s": session.session_id, "i": item_id, "t": topic_id, "n": session.recommendation_count}
+            )
+            recommendation = Recommendation(
+                item_id=item_id,
+                topic_id=topic_id,
+                recommendation_context=context,
+                reason=Reason(keyword=pick.keyword, description=pick.description),
+            )
+            counts = tuple(
+                used + int(bool(cmask[pick.position]))
+                for used, cmask in zip(session.constraint_counts, constraint_masks, strict=True)
+            )
+            session = SessionState(
+                **{
+                    **{f: getattr(session, f) for f in session.__slots__},
+                    "recommendation_count": session.recommendation_count + 1,
+                    "constraint_counts": counts,
+                    "last_item": item_id,
+                    "last_topic": topic_id,
+                }
+            )
+        user_status = self._status(model, entry, mask, p)
+        session_status = session.status(self.clock(), user_status.proficiency)
+        return AdaptiveStep(recommendation=recommendation, user_status=user_status, session_status=session_status), session
+
+
+def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionState:
+    if not item_ids:
+        return session
+    merged = tuple(dict.fromkeys((*session.assessed, *item_ids)))
+    return SessionState(**{**{f: getattr(session, f) for f in session.__slots__}, "assessed": merged})
+
+
+def _plain(event: Any) -> AttemptEvent | SkipEvent | ViewTheoryEvent:
+    if isinstance(event, (AttemptEvent, SkipEvent, ViewTheoryEvent)):
+        return event
+    kind = {"attempt": AttemptEvent, "skip": SkipEvent, "view_theory": ViewTheoryEvent}.get(event.get("type"))
+    if kind is None:
+        raise ValidationError(f"unknown event type {event.get('type')!r}")
+    return kind.model_validate(event)
+
+
+def _contextual(event: Any) -> ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent:
+    if isinstance(event, (ContextAttemptEvent, ContextSkipEvent, ContextViewTheoryEvent)):
+        return event
+    kind = {"attempt": ContextAttemptEvent, "skip": ContextSkipEvent, "view_theory": ContextViewTheoryEvent}.get(
+        event.get("type")
+    )
+    if kind is None:
+        raise ValidationError(f"unknown event type {event.get('type')!r}")
+    return kind.model_validate(event)

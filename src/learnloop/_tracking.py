@@ -1,0 +1,216 @@
+"""Events and learner states of one engine: the event log is the source of truth.
+
+Events are stored once per key ``(user, catalog, item, timestamp)``; a learner
+state is derived from them. States are kept in an in-process cache and
+updated online (O(1) per event); a small revision document per learner in the
+store tells whether the cached state is current (another process may have
+written). On a miss, after an overwrite of an earlier event, an event older
+than the learner's latest, or a change of the catalog, the state is rebuilt by
+replaying the learner's events in time order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from learnloop.content import CatalogIndex
+from learnloop.events import Interaction
+from learnloop.store import Store
+from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
+
+__all__ = ["CatalogModel", "Tracker"]
+
+
+@dataclass(frozen=True, eq=False)
+class CatalogModel:
+    """A compiled catalog with its learner model and a fingerprint of both."""
+
+    index: CatalogIndex
+    model: LearnerModel
+    fingerprint: str
+
+    @classmethod
+    def build(cls, index: CatalogIndex, **model_options: Any) -> CatalogModel:
+        topics = TopicStructure.from_arrays(index.topic_parent, index.prerequisite_edges)
+        items = ItemParams.from_catalog(
+            item_topic=index.item_topic,
+            difficulty=index.difficulty,
+            scorable=index.scorable,
+            is_theory=index.is_theory,
+        )
+        digest = hashlib.blake2b(digest_size=12)
+        digest.update("\x1f".join(index.topic_ids).encode())
+        digest.update("\x1f".join(index.item_ids).encode())
+        for arr in (index.topic_parent, index.prerequisite_edges, index.item_topic, items.b, items.a):
+            digest.update(np.ascontiguousarray(arr).tobytes())
+        digest.update(repr(sorted(model_options.items())).encode())
+        return cls(index, LearnerModel(topics, items, **model_options), digest.hexdigest())
+
+    def to_event(self, interaction: Interaction) -> Event | None:
+        """The tracing event of a stored interaction (None when its item left the catalog)."""
+        position = self.index.position(interaction.item_id, interaction.topic_id)
+        if position is None:
+            position = self.index.position(interaction.item_id)
+            if position is None:
+                return None
+        return Event(
+            item=position,
+            kind=interaction.kind,
+            timestamp=interaction.timestamp.timestamp(),
+            score=interaction.score,
+            time_spent_ms=interaction.time_spent_ms or 0,
+            fraction_completed=interaction.fraction_completed,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Cached:
+    revision: int
+    fingerprint: str
+    state: LearnerState
+    latest: float  # epoch seconds of the latest applied event (-inf: none)
+    last_attempt: tuple[int, float] | None  # (position, score) of the latest event when an attempt
+
+
+class Tracker:
+    """Event ingestion and learner-state access over a store."""
+
+    def __init__(self, store: Store, *, cache_size: int = 4096) -> None:
+        self.store = store
+        self._cache: OrderedDict[tuple[str, str, str], _Cached] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.RLock()
+
+    # -- revision documents -------------------------------------------------------
+    def _revision(self, app: str, user: str, catalog: str) -> int:
+        doc = self.store.get("learners", app, (user, catalog))
+        return 0 if doc is None else int(doc["rev"])  # type: ignore[index]
+
+    def _remember(self, key: tuple[str, str, str], entry: _Cached) -> None:
+        self._cache[key] = entry
+        self._cache.move_to_end(key)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    # -- reading -------------------------------------------------------------------
+    def history(self, app: str, user: str, catalog: str) -> list[Interaction]:
+        """Every stored interaction of a learner in a catalog, in time order."""
+        rows = [Interaction.model_validate(doc) for _, doc in self.store.scan("events", app, (user, catalog))]
+        rows.sort(key=lambda i: (i.timestamp, i.item_id))
+        return rows
+
+    def state(self, app: str, user: str, catalog: CatalogModel) -> _Cached:
+        """The current learner state (from the cache, or replayed)."""
+        key = (app, user, catalog.index.catalog_id)
+        with self._lock:
+            revision = self._revision(app, user, catalog.index.catalog_id)
+            cached = self._cache.get(key)
+            if cached is not None and cached.revision == revision and cached.fingerprint == catalog.fingerprint:
+                return cached
+            entry = self._replay(catalog, self.history(app, user, catalog.index.catalog_id), revision)
+            self._remember(key, entry)
+            return entry
+
+    @staticmethod
+    def _replay(catalog: CatalogModel, history: Sequence[Interaction], revision: int) -> _Cached:
+        events = [e for e in (catalog.to_event(i) for i in history) if e is not None]
+        state = catalog.model.update_many(catalog.model.new_state(), events)
+        latest = max((float(e.timestamp) for e in events), default=-math.inf)
+        last = events[-1] if events else None
+        last_attempt = (
+            (last.item, last.score) if last is not None and last.kind == "attempt" and last.score is not None else None
+        )
+        return _Cached(revision, catalog.fingerprint, state, latest, last_attempt)
+
+    # -- writing -------------------------------------------------------------------
+    def ingest(
+        self,
+        app: str,
+        interactions: Iterable[Interaction],
+        catalogs: Callable[[str], CatalogModel],
+    ) -> tuple[list[Interaction], int]:
+        """Store interactions and update learner states.
+
+        Returns the interactions that changed anything (new keys and overwrites
+        with other content) and how many of them were new keys.
+
+        Must be called inside ``store.atomic()``: the caller's transaction
+        covers the events, the revision documents and its own writes. Within
+        one call, the last version of a key wins.
+        """
+        latest_version: dict[tuple[str, str, str, str], Interaction] = {}
+        for interaction in interactions:
+            latest_version[interaction.key] = interaction
+        if not latest_version:
+            return [], 0
+        existing = self.store.get_many("events", app, list(latest_version))
+        changed: list[Interaction] = []
+        rewrites: set[tuple[str, str]] = set()
+        for key, interaction in latest_version.items():
+            doc = interaction.to_doc()
+            before = existing.get(key)
+            if before is not None:
+                if _same_event(before, doc):
+                    continue
+                rewrites.add((interaction.user_id, interaction.catalog_id))
+            changed.append(interaction)
+        if not changed:
+            return [], 0
+        new = sum(1 for i in changed if i.key not in existing)
+        self.store.put_many("events", app, [(i.key, i.to_doc()) for i in changed])
+
+        by_learner: dict[tuple[str, str], list[Interaction]] = {}
+        for interaction in changed:
+            by_learner.setdefault((interaction.user_id, interaction.catalog_id), []).append(interaction)
+        revisions = []
+        with self._lock:
+            for (user, catalog_id), group in by_learner.items():
+                catalog = catalogs(catalog_id)
+                current = self.state(app, user, catalog)
+                group.sort(key=lambda i: (i.timestamp, i.item_id))
+                revision = current.revision + 1
+                oldest = group[0].timestamp.timestamp()
+                if (user, catalog_id) in rewrites or oldest < current.latest:
+                    entry = self._replay(catalog, self.history(app, user, catalog_id), revision)
+                else:
+                    events = [e for e in (catalog.to_event(i) for i in group) if e is not None]
+                    state = catalog.model.update_many(current.state, events)
+                    last = events[-1] if events else None
+                    last_attempt = current.last_attempt
+                    if last is not None:
+                        last_attempt = (
+                            (last.item, last.score)
+                            if last.kind == "attempt" and last.score is not None
+                            else None
+                        )
+                    latest = max(current.latest, group[-1].timestamp.timestamp())
+                    entry = _Cached(revision, catalog.fingerprint, state, latest, last_attempt)
+                self._remember((app, user, catalog_id), entry)
+                revisions.append(((user, catalog_id), {"rev": revision}))
+            self.store.put_many("learners", app, revisions)
+        return changed, new
+
+    def forget(self) -> None:
+        """Drop the in-process cache (after a rolled-back transaction)."""
+        with self._lock:
+            self._cache.clear()
+
+
+def _same_event(before: Any, after: dict[str, Any]) -> bool:
+    """Two stored versions of one event key with the same content (the session tag aside)."""
+    if not isinstance(before, dict):
+        return False
+    strip = {"session_id"}
+    return {k: v for k, v in before.items() if k not in strip} == {
+        k: v for k, v in after.items() if k not in strip
+    }
+
+

@@ -1,0 +1,183 @@
+"""Interaction events: the contract shapes and their normalised form.
+
+Three kinds exist: ``attempt`` (with a score in 0..1 when the item is
+scorable), ``skip`` and ``view_theory`` (with the fraction of the theory
+reached). Timestamps are ISO 8601; a timestamp without a zone is taken as UTC.
+An event's identity is ``(user_id, catalog_id, item_id, timestamp)``: the same
+key posted again replaces the earlier version.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt
+
+from learnloop._types import Identifier
+
+__all__ = [
+    "AttemptEvent",
+    "ContextAttemptEvent",
+    "ContextSkipEvent",
+    "ContextViewTheoryEvent",
+    "Interaction",
+    "SkipEvent",
+    "ViewTheoryEvent",
+    "format_timestamp",
+    "parse_timestamp",
+]
+
+
+def parse_timestamp(value: str | datetime) -> datetime:
+    """An aware UTC datetime from an ISO 8601 string (or datetime).
+
+    >>> parse_timestamp("2024-05-01T10:00:00+02:00")
+    datetime.datetime(2024, 5, 1, 8, 0, tzinfo=datetime.timezone.utc)
+    >>> parse_timestamp("2024-05-01T08:00:00Z") == parse_timestamp("2024-05-01 08:00:00")
+    True
+    """
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        if not isinstance(value, str) or len(value) > 64:
+            raise ValueError(f"not an ISO 8601 timestamp: {value!r}")
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def format_timestamp(moment: datetime) -> str:
+    """The canonical form used in keys and responses (UTC, milliseconds, ``Z``).
+
+    >>> format_timestamp(parse_timestamp("2024-05-01T10:00:00.5+02:00"))
+    '2024-05-01T08:00:00.500Z'
+    """
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _timestamp(value: str) -> str:
+    parse_timestamp(value)
+    return value
+
+
+Timestamp = Annotated[str, AfterValidator(_timestamp)]
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+_CLOSED = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Plain(BaseModel):
+    model_config = _CLOSED
+    item_id: Identifier
+    topic_id: Identifier | None = None
+    catalog_id: Identifier
+    timestamp: Timestamp
+
+
+class AttemptEvent(_Plain):
+    type: Literal["attempt"]
+    score: Unit | None = None
+    time_spent_ms: NonNegativeInt | None = None
+
+
+class SkipEvent(_Plain):
+    type: Literal["skip"]
+
+
+class ViewTheoryEvent(_Plain):
+    type: Literal["view_theory"]
+    time_spent_ms: NonNegativeInt | None = None
+    fraction_completed: Unit | None = None
+
+
+class _WithContext(BaseModel):
+    model_config = _CLOSED
+    timestamp: Timestamp
+    recommendation_context: str
+
+
+class ContextAttemptEvent(_WithContext):
+    type: Literal["attempt"]
+    score: Unit | None = None
+    time_spent_ms: NonNegativeInt | None = None
+
+
+class ContextSkipEvent(_WithContext):
+    type: Literal["skip"]
+
+
+class ContextViewTheoryEvent(_WithContext):
+    type: Literal["view_theory"]
+    time_spent_ms: NonNegativeInt | None = None
+    fraction_completed: Unit | None = None
+
+
+PlainEvent = Annotated[AttemptEvent | SkipEvent | ViewTheoryEvent, Field(discriminator="type")]
+ContextEvent = Annotated[
+    ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent, Field(discriminator="type")
+]
+
+
+class Interaction(BaseModel):
+    """An event in normalised form, as stored and as the learner model sees it."""
+
+    model_config = _CLOSED
+
+    kind: Literal["attempt", "skip", "view_theory"]
+    user_id: str
+    catalog_id: str
+    item_id: str
+    topic_id: str
+    timestamp: datetime
+    score: float | None = None
+    time_spent_ms: int | None = None
+    fraction_completed: float | None = None
+    session_id: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """The dedupe key (user, catalog, item, canonical timestamp)."""
+        return (self.user_id, self.catalog_id, self.item_id, format_timestamp(self.timestamp))
+
+    def to_doc(self) -> dict[str, Any]:
+        doc = self.model_dump(mode="json", exclude_none=True)
+        doc["timestamp"] = format_timestamp(self.timestamp)
+        return doc
+
+    @classmethod
+    def from_event(
+        cls,
+        event: AttemptEvent | SkipEvent | ViewTheoryEvent | ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent,
+        *,
+        user_id: str,
+        catalog_id: str,
+        item_id: str,
+        topic_id: str,
+        session_id: str | None = None,
+    ) -> Interaction:
+        return cls(
+            kind=event.type,
+            user_id=user_id,
+            catalog_id=catalog_id,
+            item_id=item_id,
+            topic_id=topic_id,
+            timestamp=parse_timestamp(event.timestamp),
+            score=getattr(event, "score", None),
+            time_spent_ms=getattr(event, "time_spent_ms", None),
+            fraction_completed=getattr(event, "fraction_completed", None),
+            session_id=session_id,
+        )
+
+
+def require_score(interaction: Interaction, *, scorable: bool, where: str) -> list[str]:
+    """The problems of an attempt on a scorable item that carries no score."""
+    if interaction.kind == "attempt" and scorable and interaction.score is None:
+        return [f"{where}: attempt on scorable item '{interaction.item_id}' needs a score"]
+    return []
+
+

@@ -1,0 +1,317 @@
+"""The three modes as policies over one learner view.
+
+Each policy takes the learner view, the boolean mask of eligible positions
+(session filter, constraints and content already applied), the previously
+recommended position and a seeded generator, and returns a :class:`Pick`:
+the position, a reason keyword of the contract, and a description in words.
+
+- :class:`LearnPolicy` moves through the topics in catalog order, never into a
+  topic whose prerequisites are not mastered while a ready topic remains,
+  serving items of a desirable difficulty, re-inserting theory or an easier
+  item after a failure, re-inserting forgotten topics, and exploring a little.
+- :class:`ReviewPolicy` serves covered content only, weakest predicted recall
+  or skill first; where coverage is thin, the most informative items.
+- :class:`AssessPolicy` is computerized adaptive testing: maximum Fisher
+  information with randomesque exposure control, no item twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from learnloop._types import BoolArray
+from learnloop.recommend.view import LearnerView, required_prerequisites
+
+__all__ = ["AssessPolicy", "LearnPolicy", "Pick", "Policy", "ReviewPolicy", "policy_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    position: int
+    keyword: str
+    description: str
+
+
+def _first(mask: BoolArray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _without(mask: BoolArray, position: int | None) -> BoolArray:
+    """``mask`` without ``position``, unless that would leave nothing."""
+    if position is None or not mask[position] or mask.sum() <= 1:
+        return mask
+    out = mask.copy()
+    out[position] = False
+    return out
+
+
+def _closest(view: LearnerView, mask: BoolArray, target: float) -> int:
+    """Among ``mask``, the item whose predicted success is nearest ``target``
+    (fewer attempts first on ties, then catalog order)."""
+    positions = np.flatnonzero(mask)
+    distance = np.abs(view.p_correct[positions] - target) + 0.02 * np.minimum(view.attempts[positions], 5)
+    return int(positions[np.argmin(distance)])
+
+
+def _topic_name(view: LearnerView, position: int) -> str:
+    return view.index.topic_ids[view.index.item_topic[position]]
+
+
+class Policy:
+    """Base class: ``select(view, eligible, *, previous, rng) -> Pick | None``."""
+
+    name = "policy"
+
+    def select(
+        self, view: LearnerView, eligible: BoolArray, *, previous: int | None, rng: np.random.Generator
+    ) -> Pick | None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearnPolicy(Policy):
+    """Guided progression at a desirable difficulty.
+
+    ``target_success`` is the predicted success aimed at when choosing an item;
+    a topic is mastered at ``mastery_threshold`` predicted success after at least
+    ``min_attempts`` attempts; a mastered topic whose predicted recall drops below
+    ``retention_threshold`` is re-inserted; ``exploration`` is the probability of
+    a random ready item.
+    """
+
+    name = "learn"
+    target_success: float = 0.7
+    mastery_threshold: float = 0.8
+    min_attempts: int = 2
+    retention_threshold: float = 0.7
+    exploration: float = 0.05
+
+    def select(
+        self, view: LearnerView, eligible: BoolArray, *, previous: int | None, rng: np.random.Generator
+    ) -> Pick | None:
+        if not eligible.any():
+            return None
+        index = view.index
+        candidates = _without(eligible, previous)
+        mastered = view.mastered(threshold=self.mastery_threshold, min_attempts=self.min_attempts)
+        needs = required_prerequisites(index)
+        ready_topic = np.array([bool(mastered[req].all()) for req in needs], dtype=bool)
+        ready = candidates & ready_topic[index.item_topic]
+
+        # a little seeded exploration among ready content
+        if ready.sum() > 1 and rng.random() < self.exploration:
+            position = int(rng.choice(np.flatnonzero(ready)))
+            return Pick(
+                position,
+                "exploration",
+                f"exploring: a random ready item of topic '{_topic_name(view, position)}' "
+                f"(predicted success {view.p_correct[position]:.2f})",
+            )
+
+        # after a failure: the linked theory, else an easier item of the same topic
+        failed = view.last_failed
+        if failed is not None:
+            pick = self._after_failure(view, candidates, failed)
+            if pick is not None:
+                return pick
+
+        # re-insert a mastered topic that is being forgotten
+        pick = self._retention(view, candidates, mastered)
+        if pick is not None:
+            return pick
+
+        pool = ready if ready.any() else candidates
+        topic_mastered = mastered[index.item_topic]
+        open_pool = pool & ~topic_mastered
+        if open_pool.any():
+            position = _first(open_pool)
+            topic = int(index.item_topic[position])
+            in_topic = open_pool & (index.item_topic == topic)
+            return self._in_topic(view, in_topic, topic, ready_is_known=bool(ready.any()), needs=needs[topic])
+        # every reachable topic is mastered: practise the weakest
+        positions = np.flatnonzero(pool)
+        position = int(positions[np.argmin(view.p_correct[positions] + 0.01 * view.attempts[positions])])
+        return Pick(
+            position,
+            "predicted_knowledge_gap",
+            f"all reachable topics are mastered; practising the weakest item of topic "
+            f"'{_topic_name(view, position)}' (predicted success {view.p_correct[position]:.2f})",
+        )
+
+    def _in_topic(
+        self, view: LearnerView, in_topic: BoolArray, topic: int, *, ready_is_known: bool, needs: np.ndarray
+    ) -> Pick:
+        index = view.index
+        name = index.topic_ids[topic]
+        theory = in_topic & index.is_theory & (view.viewed < 1.0) & (view.attempts == 0)
+        if theory.any() and view.topic_attempts[topic] == 0:
+            position = _first(theory)
+            return Pick(position, "content_progression", f"starting topic '{name}' with its theory")
+        exercises = in_topic & ~index.is_theory
+        pool = exercises if exercises.any() else in_topic
+        position = _closest(view, pool, self.target_success)
+        if not ready_is_known:
+            why = "no topic with mastered prerequisites is left in the filter"
+        elif len(needs):
+            why = "prerequisites " + ", ".join(f"'{index.topic_ids[t]}'" for t in needs) + " mastered"
+        else:
+            why = "next topic in catalog order"
+        return Pick(
+            position,
+            "content_progression",
+            f"topic '{name}' ({why}); predicted success {view.p_correct[position]:.2f} "
+            f"near the target {self.target_success:.2f}",
+        )
+
+    def _after_failure(self, view: LearnerView, candidates: BoolArray, failed: int) -> Pick | None:
+        index = view.index
+        failed_id = index.item_ids[failed]
+        for theory_id in index.theory_refs.get(failed_id, ()):
+            positions = index.item_positions.get(theory_id)
+            if positions is None:
+                continue
+            open_theory = [int(p) for p in positions if candidates[p] and view.viewed[p] < 1.0]
+            if open_theory:
+                return Pick(
+                    open_theory[0],
+                    "observed_knowledge_gap",
+                    f"item '{failed_id}' was answered incorrectly; its theory '{theory_id}' explains it",
+                )
+        topic = int(index.item_topic[failed])
+        same_topic = candidates & (index.item_topic == topic) & ~index.is_theory
+        same_topic[failed] = False
+        if not same_topic.any():
+            return None
+        positions = np.flatnonzero(same_topic)
+        easier = positions[view.p_correct[positions] >= view.p_correct[failed]]
+        pool = easier if len(easier) else positions
+        position = int(pool[np.argmin(np.abs(view.p_correct[pool] - self.target_success))])
+        return Pick(
+            position,
+            "observed_knowledge_gap",
+            f"item '{failed_id}' was answered incorrectly; practising topic "
+            f"'{index.topic_ids[topic]}' again at predicted success {view.p_correct[position]:.2f}",
+        )
+
+    def _retention(self, view: LearnerView, candidates: BoolArray, mastered: BoolArray) -> Pick | None:
+        index = view.index
+        with np.errstate(invalid="ignore"):
+            due = mastered & (view.recall < self.retention_threshold)
+        due_items = candidates & due[index.item_topic] & ~index.is_theory
+        if not due_items.any():
+            return None
+        positions = np.flatnonzero(due_items)
+        topic_recall = view.recall[index.item_topic[positions]]
+        worst = topic_recall.min()
+        pool = positions[topic_recall == worst]
+        position = int(pool[np.argmax(view.p_correct[pool])])
+        return Pick(
+            position,
+            "knowledge_retention",
+            f"topic '{_topic_name(view, position)}' was mastered but its predicted recall has fallen "
+            f"to {worst:.2f} (below {self.retention_threshold:.2f})",
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewPolicy(Policy):
+    """Weakest covered content first; most informative items where coverage is thin.
+
+    Coverage is thin when fewer than ``min_coverage`` eligible items were attempted.
+    """
+
+    name = "review"
+    min_coverage: int = 3
+
+    def select(
+        self, view: LearnerView, eligible: BoolArray, *, previous: int | None, rng: np.random.Generator
+    ) -> Pick | None:
+        if not eligible.any():
+            return None
+        index = view.index
+        candidates = _without(eligible, previous)
+        practised_topic = view.topic_attempts > 0
+        covered = candidates & practised_topic[index.item_topic] & ~index.is_theory
+        attempted = int(((view.attempts > 0) & eligible).sum())
+        if attempted < self.min_coverage or not covered.any():
+            pool = candidates & index.scorable
+            pool = pool if pool.any() else candidates
+            positions = np.flatnonzero(pool)
+            position = int(positions[np.argmax(view.information[positions])])
+            return Pick(
+                position,
+                "predicted_knowledge_gap",
+                f"coverage is thin ({attempted} items answered): item chosen for its information "
+                f"({view.information[position]:.3f}) at the current skill estimate",
+            )
+        positions = np.flatnonzero(covered)
+        recall = view.recall[index.item_topic[positions]]
+        recall = np.where(np.isnan(recall), 1.0, recall)
+        skill = view.p_correct[positions]
+        gap = 1.0 - skill * recall
+        best = int(np.argmax(gap - 0.001 * view.attempts[positions]))
+        position = int(positions[best])
+        topic = _topic_name(view, position)
+        if 1.0 - recall[best] > 1.0 - skill[best]:
+            return Pick(
+                position,
+                "knowledge_retention",
+                f"topic '{topic}': predicted recall {recall[best]:.2f} is the weakest point",
+            )
+        return Pick(
+            position,
+            "predicted_knowledge_gap",
+            f"topic '{topic}': predicted success {skill[best]:.2f} is among the lowest of covered content",
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssessPolicy(Policy):
+    """Maximum information with randomesque exposure control among the ``top_k`` best items."""
+
+    name = "assess"
+    top_k: int = 3
+
+    def select(
+        self,
+        view: LearnerView,
+        eligible: BoolArray,
+        *,
+        previous: int | None,
+        rng: np.random.Generator,
+        administered: BoolArray | None = None,
+    ) -> Pick | None:
+        if not eligible.any():
+            return None
+        index = view.index
+        pool = eligible & index.scorable
+        if administered is not None and (pool & ~administered).any():
+            pool = pool & ~administered
+        if not pool.any():
+            pool = eligible
+        pool = _without(pool, previous)
+        positions = np.flatnonzero(pool)
+        info = view.information[positions]
+        k = min(self.top_k, len(positions))
+        best = np.argpartition(-info, k - 1)[:k] if k < len(positions) else np.arange(len(positions))
+        best = best[np.argsort(-info[best], kind="stable")]
+        position = int(positions[best[rng.integers(k)]])
+        return Pick(
+            position,
+            "assessment",
+            f"item of maximum information ({view.information[position]:.3f}; predicted success "
+            f"{view.p_correct[position]:.2f}) chosen at random among the {k} most informative",
+        )
+
+
+def policy_for(mode: str) -> Policy:
+    """The default policy of a mode name."""
+    if mode == "learn":
+        return LearnPolicy()
+    if mode == "review":
+        return ReviewPolicy()
+    if mode == "assess":
+        return AssessPolicy()
+    raise ValueError(f"unknown mode '{mode}'")
