@@ -86,6 +86,8 @@ def decode_json_body(
             raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise BodyError(f"body is not JSON-serialisable: {exc}") from None
+        except RecursionError:
+            raise BodyError("body is not JSON-serialisable: nested too deeply") from None
         return dict(body), raw
     if isinstance(body, str):
         raw = body.encode("utf-8", errors="surrogatepass")
@@ -105,6 +107,8 @@ def decode_json_body(
         raise BodyError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise BodyError("malformed JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer literal longer than Python converts
+        raise BodyError(f"malformed JSON: {exc}") from None
     if not isinstance(value, dict):
         raise BodyError(f"body must be a JSON object, not {type(value).__name__}")
     return value, raw

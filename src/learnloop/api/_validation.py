@@ -24,6 +24,12 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return out or "body"
 
 
+def _shown(value: Any) -> str:
+    """A short rendering of an offending value (containers by their type name)."""
+    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
 def _describe(error: Any) -> str:
     where = field_path(tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
     kind = error["type"]
@@ -32,12 +38,8 @@ def _describe(error: Any) -> str:
     if kind == "extra_forbidden":
         return f"'{where}' is not a known field"
     if kind == "string_pattern_mismatch":
-        return f"'{where}' must match ^[a-zA-Z0-9_\\-:]{{1,128}}$, got {error['input']!r}"
-    value = error.get("input")
-    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return f"'{where}': {error['msg'][0].lower()}{error['msg'][1:]}, got {shown}"
+        return f"'{where}' must match ^[a-zA-Z0-9_\\-:]{{1,128}}$, got {_shown(error['input'])}"
+    return f"'{where}': {error['msg'][0].lower()}{error['msg'][1:]}, got {_shown(error.get('input'))}"
 
 
 def describe_validation_error(exc: pydantic.ValidationError) -> list[str]:
