@@ -21,7 +21,10 @@ def make(seed: int = 0, **kw: float) -> SimulatedLearner:
 
 
 def test_exports() -> None:
-    assert learnloop.sim.__all__ == ["BKTData", "IRTData", "SimulatedLearner", "generate_bkt", "generate_irt"]
+    exported = learnloop.sim.__all__
+    assert exported == sorted(exported)
+    assert {"BKTData", "IRTData", "SimulatedLearner", "generate_bkt", "generate_irt"} <= set(exported)
+    assert all(hasattr(learnloop.sim, name) for name in exported)
 
 
 def test_same_seed_same_learner_and_answers() -> None:

@@ -15,7 +15,9 @@ Filtering one observation (correct :math:`o \in \{0, 1\}`) from the belief
 The fit is Baum-Welch EM over many sequences at once: sequences are padded
 into a time-major ``(max_len, n_sequences)`` array sorted by length, so each
 time step is a handful of numpy operations over every (restart, sequence) pair,
-and all skills are fitted together, each with its own parameters. ``guess`` and
+and all skills are fitted together, each with its own parameters. Identical
+sequences of a skill are merged into one weighted column first, and the
+random restarts run side by side along an extra axis. ``guess`` and
 ``slip`` are bounded by ``max_guess`` / ``max_slip`` (0.3 by default, the usual
 guard against the degenerate solution where "knowing" makes a learner answer
 worse than not knowing).
@@ -244,6 +246,21 @@ def _expected_counts(
     return acc
 
 
+def _distinct(sequences: Sequences) -> tuple[FloatArray, IntArray, IntArray, FloatArray]:
+    """Identical (skill, answers) sequences merged into one weighted column, longest first."""
+    n = sequences.skill.size
+    if n == 0:
+        return sequences.obs, sequences.lengths, sequences.skill, np.ones(0)
+    bits = np.packbits(sequences.obs.T.astype(np.uint8), axis=1)
+    head = np.column_stack([sequences.skill, sequences.lengths]).astype(np.int64).view(np.uint8).reshape(n, -1)
+    rows = np.ascontiguousarray(np.column_stack([head, bits]))
+    keys = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
+    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    order = np.lexsort((first, -sequences.lengths[first]))  # longest first, then first appearance
+    pick = first[order]
+    return sequences.obs[:, pick], sequences.lengths[pick], sequences.skill[pick], counts[order].astype(np.float64)
+
+
 class BKT:
     """Fit BKT parameters per skill by EM with random restarts.
 
@@ -271,7 +288,7 @@ class BKT:
         *,
         n_restarts: int = 5,
         max_iter: int = 100,
-        tol: float = 1e-7,
+        tol: float = 1e-8,
         max_guess: float = 0.3,
         max_slip: float = 0.3,
         fit_forget: bool = False,
@@ -328,12 +345,13 @@ class BKT:
         """Fit every skill of ``sequences``; returns ``self``."""
         rng = np.random.default_rng(self.seed)
         k = sequences.n_skills
-        obs = sequences.obs
-        n_active = sequences.n_active
-        onehot = np.zeros((sequences.skill.size, k))
-        onehot[np.arange(sequences.skill.size), sequences.skill] = 1.0
+        obs, lengths, skill, weight = _distinct(sequences)
+        n_active = (lengths[None, :] > np.arange(obs.shape[0])[:, None]).sum(axis=1)
+        # onehot[j, s] = how many sequences row j stands for, if it belongs to skill s
+        onehot = np.zeros((skill.size, k))
+        onehot[np.arange(skill.size), skill] = weight
         n_seq_k = onehot.sum(axis=0)
-        n_obs_k = sequences.lengths @ onehot
+        n_obs_k = lengths @ onehot
         obs_k = obs.sum(axis=0) @ onehot
         prm_k = self._initial(k, rng)  # (5, R, K)
         ll_prev = np.full((prm_k.shape[1], k), -np.inf)
@@ -344,7 +362,7 @@ class BKT:
                 best = ll_prev.argmax(axis=0)
                 prm_k = prm_k[:, best, np.arange(k)][:, None, :]
                 ll_prev = ll_prev[best, np.arange(k)][None, :]
-            prm = prm_k[:, :, sequences.skill]
+            prm = prm_k[:, :, skill]
             preds, posts, ll = _forward(obs, n_active, prm, keep=True)
             acc = _expected_counts(obs, n_active, prm, preds, posts)
             ll_k = ll @ onehot
