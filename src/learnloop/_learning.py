@@ -55,6 +55,12 @@ PlainEvents = Iterable[AttemptEvent | SkipEvent | ViewTheoryEvent | Mapping[str,
 ContextEvents = Iterable[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent | Mapping[str, Any]]
 
 
+#: Learner model settings of the engine (see :class:`~learnloop.tracing.LearnerModel`):
+#: learners improve with practice, so each answer moves the topic's ability by
+#: ``practice_gain`` logits and the belief widens by ``drift`` before each update.
+DEFAULT_LEARNER_OPTIONS: Mapping[str, Any] = {"practice_gain": 0.1, "drift": 0.05}
+
+
 def _filter_key(flt: Filter | None) -> str:
     return "" if flt is None else json.dumps(flt.model_dump(exclude_none=True), sort_keys=True)
 
@@ -62,7 +68,15 @@ def _filter_key(flt: Filter | None) -> str:
 class LearningMixin:
     """Events, status and sessions (see :class:`~learnloop.engine.Engine`)."""
 
-    def _init_learning(self: Engine, secret: bytes | None, policies: Mapping[str, Policy] | None) -> None:
+    def _init_learning(
+        self: Engine,
+        secret: bytes | None,
+        policies: Mapping[str, Policy] | None,
+        learner_options: Mapping[str, Any] | None,
+    ) -> None:
+        self.learner_options: dict[str, Any] = dict(DEFAULT_LEARNER_OPTIONS)
+        if learner_options:
+            self.learner_options.update(learner_options)
         self._tracker = Tracker(self.store)
         self._models: dict[tuple[str, str], CatalogModel] = {}
         self._masks: OrderedDict[tuple[str, str, str, str], BoolArray] = OrderedDict()
@@ -95,7 +109,7 @@ class LearningMixin:
             cached = self._models.get((app, catalog_id))
             if cached is not None and cached.index is index:
                 return cached
-            model = CatalogModel.build(index)
+            model = CatalogModel.build(index, **self.learner_options)
             self._models[(app, catalog_id)] = model
             return model
 
@@ -138,6 +152,7 @@ class LearningMixin:
             last_score=state.last_score,
             viewed=state.max_fraction,
             recall=model.model.recall(state, self.clock().timestamp()),
+            last_seen=state.last_timestamp,
             last_failed=failed,
         )
 

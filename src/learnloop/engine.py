@@ -67,6 +67,7 @@ class Engine(LearningMixin):
         limits: Limits | None = None,
         secret: bytes | None = None,
         policies: Mapping[str, Policy] | None = None,
+        learner_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.seed = seed
         self.clock: Clock = clock or _utc_now
@@ -76,7 +77,7 @@ class Engine(LearningMixin):
         self._lock = threading.RLock()
         # (app, catalog_id) -> (content version, compiled index)
         self._indexes: dict[tuple[str, str], tuple[int, CatalogIndex]] = {}
-        self._init_learning(secret, policies)
+        self._init_learning(secret, policies, learner_options)
 
     @classmethod
     def open(
@@ -89,6 +90,7 @@ class Engine(LearningMixin):
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         secret: bytes | None = None,
         policies: Mapping[str, Policy] | None = None,
+        learner_options: Mapping[str, Any] | None = None,
     ) -> Engine:
         """An engine on the SQLite file at ``path`` (created when absent).
 
@@ -102,6 +104,7 @@ class Engine(LearningMixin):
             limits=limits,
             secret=secret,
             policies=policies,
+            learner_options=learner_options,
         )
 
     def close(self) -> None:

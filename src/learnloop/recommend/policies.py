@@ -76,17 +76,21 @@ class LearnPolicy(Policy):
 
     ``target_success`` is the predicted success aimed at when choosing an item;
     a topic is mastered at ``mastery_threshold`` predicted success after at least
-    ``min_attempts`` attempts; a mastered topic whose predicted recall drops below
-    ``retention_threshold`` is re-inserted; ``exploration`` is the probability of
-    a random ready item.
+    ``min_attempts`` attempts, or after ``streak`` well-answered items in a row;
+    a mastered topic whose predicted recall drops below ``retention_threshold``
+    is re-inserted; ``exploration`` is the probability of a random ready item;
+    with ``theory_first`` a topic opens with its theory, otherwise theory is
+    served when an exercise linked to it is failed.
     """
 
     name = "learn"
     target_success: float = 0.7
     mastery_threshold: float = 0.8
     min_attempts: int = 2
+    streak: int = 0
     retention_threshold: float = 0.7
     exploration: float = 0.05
+    theory_first: bool = False
 
     def select(
         self, view: LearnerView, eligible: BoolArray, *, previous: int | None, rng: np.random.Generator
@@ -95,7 +99,9 @@ class LearnPolicy(Policy):
             return None
         index = view.index
         candidates = _without(eligible, previous)
-        mastered = view.mastered(threshold=self.mastery_threshold, min_attempts=self.min_attempts)
+        mastered = view.mastered(
+            threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak
+        )
         needs = required_prerequisites(index)
         ready_topic = np.array([bool(mastered[req].all()) for req in needs], dtype=bool)
         ready = candidates & ready_topic[index.item_topic]
@@ -146,7 +152,7 @@ class LearnPolicy(Policy):
         index = view.index
         name = index.topic_ids[topic]
         theory = in_topic & index.is_theory & (view.viewed < 1.0) & (view.attempts == 0)
-        if theory.any() and view.topic_attempts[topic] == 0:
+        if self.theory_first and theory.any() and view.topic_attempts[topic] == 0:
             position = _first(theory)
             return Pick(position, "content_progression", f"starting topic '{name}' with its theory")
         exercises = in_topic & ~index.is_theory

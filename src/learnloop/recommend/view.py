@@ -11,7 +11,7 @@ import numpy as np
 from learnloop._types import BoolArray, FloatArray, IntArray
 from learnloop.content import CatalogIndex
 
-__all__ = ["LearnerView", "required_prerequisites", "subtree_sums"]
+__all__ = ["LearnerView", "required_prerequisites", "subtree_sums", "topic_subtree_end"]
 
 
 def subtree_sums(index: CatalogIndex, values: FloatArray) -> FloatArray:
@@ -42,6 +42,24 @@ def required_prerequisites(index: CatalogIndex) -> tuple[IntArray, ...]:
     return result
 
 
+_SUBTREE_CACHE: weakref.WeakKeyDictionary[CatalogIndex, IntArray] = weakref.WeakKeyDictionary()
+
+
+def topic_subtree_end(index: CatalogIndex) -> IntArray:
+    """Topics are in pre-order, so topic ``t``'s subtree is topics ``t .. end[t]-1``."""
+    cached = _SUBTREE_CACHE.get(index)
+    if cached is not None:
+        return cached
+    n = index.n_topics
+    end = np.arange(1, n + 1, dtype=np.int64)
+    for t in range(n - 1, -1, -1):
+        parent = int(index.topic_parent[t])
+        if parent >= 0 and end[t] > end[parent]:
+            end[parent] = end[t]
+    _SUBTREE_CACHE[index] = end
+    return end
+
+
 @dataclass(frozen=True, eq=False)
 class LearnerView:
     """One learner's predictions and history, aligned with a catalog.
@@ -59,6 +77,7 @@ class LearnerView:
     last_score: FloatArray
     viewed: FloatArray
     recall: FloatArray
+    last_seen: FloatArray | None = None
     last_failed: int | None = None
 
     @cached_property
@@ -74,15 +93,48 @@ class LearnerView:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(count > 0, total / np.maximum(count, 1.0), np.nan)
 
-    def mastered(self, *, threshold: float, min_attempts: int) -> BoolArray:
-        """Topics whose predicted success reaches ``threshold`` on enough evidence.
+    def streaks(self, *, length: int, success: float = 0.8) -> BoolArray:
+        """Leaf topics whose ``length`` most recently attempted items were all answered well."""
+        index = self.index
+        out = np.zeros(index.n_topics, dtype=bool)
+        if self.last_seen is None or length <= 0:
+            return out
+        tried = np.flatnonzero((self.attempts > 0) & index.scorable & ~np.isnan(self.last_seen))
+        if tried.size < length:
+            return out
+        topic = index.item_topic[tried]
+        order = np.lexsort((-self.last_seen[tried], topic))
+        topic, scores = topic[order], self.last_score[tried][order]
+        starts = np.flatnonzero(np.r_[True, topic[1:] != topic[:-1]])
+        counts = np.diff(np.r_[starts, topic.size])
+        for start, count in zip(starts.tolist(), counts.tolist(), strict=True):
+            if count >= length and bool(np.all(scores[start : start + length] >= success)):
+                out[topic[start]] = True
+        return out
+
+    def mastered(self, *, threshold: float, min_attempts: int, streak: int = 0) -> BoolArray:
+        """Topics mastered: predicted success reaches ``threshold`` on at least
+        ``min_attempts`` attempts, or (leaf topics) the last ``streak`` attempted
+        items were answered well; a topic with sub-topics is also mastered when
+        all of its sub-topics with exercises are.
 
         A topic without scorable items is mastered once each of its items was
         attempted or fully viewed.
         """
+        index = self.index
         skill = self.topic_skill
         done = (self.attempts > 0) | (self.viewed >= 1.0)
-        all_done = subtree_sums(self.index, (~done).astype(np.float64)) == 0
+        all_done = subtree_sums(index, (~done).astype(np.float64)) == 0
         with np.errstate(invalid="ignore"):
             by_skill = (skill >= threshold) & (self.topic_attempts >= min_attempts)
-        return np.where(np.isnan(skill), all_done, by_skill)
+        mastered = np.where(np.isnan(skill), all_done, by_skill | self.streaks(length=streak))
+        # a parent is mastered when every sub-topic that holds exercises is
+        end = topic_subtree_end(index)
+        has_exercises = ~np.isnan(skill)
+        for t in range(index.n_topics - 1, -1, -1):
+            if end[t] - t > 1 and not mastered[t]:
+                children = np.arange(t + 1, end[t])
+                leaves = children[(end[children] - children == 1) & has_exercises[children]]
+                if leaves.size and bool(mastered[leaves].all()):
+                    mastered[t] = True
+        return mastered

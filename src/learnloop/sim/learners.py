@@ -12,7 +12,12 @@ A :class:`SimulatedLearner` works in one catalog (the same arrays tracing uses:
 * **forgetting**: the learned gain decays with half-life ``half_life_days``
   (base ability is not forgotten);
 * **prerequisites**: a topic's ability is lowered by ``prerequisite_penalty``
-  times the mean shortfall of its prerequisites below ``mastery_level``;
+  times the mean shortfall of its prerequisites below ``mastery_level`` (one
+  value, or one per topic); with
+  ``prerequisite_gating`` > 0 they also gate learning, as in knowledge space
+  theory: practice on a topic teaches ``exp(-gating * shortfall)`` times as much
+  for each prerequisite whose ability falls short of ``mastery_level`` (0 turns
+  gating off: then the order in which topics are practised does not matter);
 * **slip and guess**: P(correct) = guess + (1 - guess - slip) sigmoid(a (theta - b)).
 
 Every random draw comes from the learner's private generator, so the same
@@ -59,7 +64,8 @@ class SimulatedLearner:
         theory_rate: float = 0.5,
         half_life_days: float = 14.0,
         prerequisite_penalty: float = 0.5,
-        mastery_level: float = 0.0,
+        prerequisite_gating: float = 0.0,
+        mastery_level: npt.ArrayLike = 0.0,
         guess: float = 0.1,
         slip: float = 0.05,
         fractional: bool = False,
@@ -78,7 +84,11 @@ class SimulatedLearner:
             self.prerequisites_of[t].append(p)
         self.learn_rate, self.max_gain, self.theory_rate = learn_rate, max_gain, theory_rate
         self.half_life_days = half_life_days
-        self.prerequisite_penalty, self.mastery_level = prerequisite_penalty, mastery_level
+        self.prerequisite_penalty = prerequisite_penalty
+        self.mastery_level = np.broadcast_to(np.asarray(mastery_level, dtype=np.float64), parent.shape).copy()
+        if prerequisite_gating < 0:
+            raise ValueError(f"prerequisite_gating must be non-negative, got {prerequisite_gating}")
+        self.prerequisite_gating = prerequisite_gating
         self.guess, self.slip, self.fractional = guess, slip, fractional
         self.overall = float(self._rng.normal(0.0, ability_sd))
         base = np.empty(parent.size)
@@ -117,7 +127,7 @@ class SimulatedLearner:
         theta = float(self.base_ability[topic]) + self._gain_at(topic, now)
         pres = self.prerequisites_of[topic]
         if pres:
-            shortfall = sum(max(0.0, self.mastery_level - self.ability(p, now)) for p in pres) / len(pres)
+            shortfall = sum(max(0.0, float(self.mastery_level[p]) - self.ability(p, now)) for p in pres) / len(pres)
             theta -= self.prerequisite_penalty * shortfall
         return theta
 
@@ -128,7 +138,18 @@ class SimulatedLearner:
         core = 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
         return self.guess + (1.0 - self.guess - self.slip) * core
 
+    def readiness(self, topic: int, at: datetime | float) -> float:
+        """How much practice on ``topic`` teaches now (1: every prerequisite is mastered)."""
+        if self.prerequisite_gating == 0.0 or not self.prerequisites_of[topic]:
+            return 1.0
+        now = as_epoch_seconds(at)
+        shortfall = sum(
+            max(0.0, float(self.mastery_level[p]) - self.ability(p, now)) for p in self.prerequisites_of[topic]
+        )
+        return math.exp(-self.prerequisite_gating * shortfall)
+
     def _practise(self, topic: int, now: float, amount: float) -> None:
+        amount *= self.readiness(topic, now)
         g = self._gain_at(topic, now)
         self.gain[topic] = g + amount * self.learn_rate * (self.max_gain - g)
         self.gain_time[topic] = now
