@@ -42,9 +42,12 @@ from learnloop.recommend import (
     Recommendation,
     SessionSpec,
     SessionState,
+    Suggestion,
     UserStatus,
     policy_for,
 )
+from learnloop.tracing import calibrate as calibrate_items
+from learnloop.tracing import difficulty_to_b
 
 if TYPE_CHECKING:
     from learnloop.engine import Engine
@@ -78,7 +81,7 @@ class LearningMixin:
         if learner_options:
             self.learner_options.update(learner_options)
         self._tracker = Tracker(self.store)
-        self._models: dict[tuple[str, str], CatalogModel] = {}
+        self._models: dict[tuple[str, str], tuple[Any, int, CatalogModel]] = {}
         self._masks: OrderedDict[tuple[str, str, str, str], BoolArray] = OrderedDict()
         self._secret = secret
         self._signer_obj: ContextSigner | None = None
@@ -106,11 +109,14 @@ class LearningMixin:
         """The compiled catalog with its learner model (cached until content changes)."""
         with self._lock:
             index = self.catalog_index(catalog_id, app=app)
+            version = self._content_version(app)
             cached = self._models.get((app, catalog_id))
-            if cached is not None and cached.index is index:
-                return cached
-            model = CatalogModel.build(index, **self.learner_options)
-            self._models[(app, catalog_id)] = model
+            if cached is not None and cached[0] is index and cached[1] == version:
+                return cached[2]
+            doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
+            calibration = None if doc is None else doc["items"]  # type: ignore[index]
+            model = CatalogModel.build(index, calibration=calibration, **self.learner_options)
+            self._models[(app, catalog_id)] = (index, version, model)
             return model
 
     def _mask(self: Engine, app: str, model: CatalogModel, flt: Filter | None) -> BoolArray:
@@ -229,6 +235,129 @@ class LearningMixin:
         model = self.catalog_model(catalog_id, app=app)
         entry = self._tracker.state(app, user_id, model)
         return self._view(model, entry, model.model.predict(entry.state))
+
+    def next_items(
+        self: Engine,
+        user_id: str,
+        catalog_id: str,
+        *,
+        mode: str = "learn",
+        filter: Filter | Mapping[str, Any] | None = None,
+        mask: BoolArray | None = None,
+        limit: int = 1,
+        app: str = "default",
+    ) -> list[Suggestion]:
+        """A sequence of ``limit`` items for a learner outside a session.
+
+        No item repeats while the filter has items not yet in the sequence;
+        after that the sequence starts over. ``mask`` (a boolean array over the
+        catalog's item order) may replace ``filter``.
+        """
+        if limit < 0:
+            raise ValidationError(f"limit must be non-negative, got {limit}")
+        model = self.catalog_model(catalog_id, app=app)
+        index = model.index
+        if mask is None:
+            parsed = filter if filter is None or isinstance(filter, Filter) else Filter.model_validate(filter)
+            mask = self._mask(app, model, parsed)
+        elif mask.shape != (index.n_items,):
+            raise ValidationError(f"mask must have {index.n_items} entries, got {mask.shape}")
+        policy = self.policies[mode] if mode in self.policies else policy_for(mode)
+        entry = self._tracker.state(app, user_id, model)
+        view = self._view(model, entry, model.model.predict(entry.state))
+        seed = self.seed if self.seed is not None else 0
+        user_key = int.from_bytes(hashlib.sha256(f"{app}\x1f{user_id}\x1f{catalog_id}".encode()).digest()[:8], "big")
+        rng = np.random.default_rng((seed, user_key, entry.state.n_events))
+        eligible = mask.copy()
+        administered = view.attempts > 0
+        previous: int | None = None
+        out: list[Suggestion] = []
+        while len(out) < limit and mask.any():
+            if not eligible.any():
+                eligible = mask.copy()
+            if isinstance(policy, AssessPolicy):
+                pick = policy.select(view, eligible, previous=previous, rng=rng, administered=administered)
+            else:
+                pick = policy.select(view, eligible, previous=previous, rng=rng)
+            if pick is None:
+                break
+            eligible[pick.position] = False
+            administered = administered.copy()
+            administered[pick.position] = True
+            previous = pick.position
+            out.append(
+                Suggestion(
+                    item_id=index.item_ids[pick.position],
+                    topic_id=index.topic_ids[index.item_topic[pick.position]],
+                    reason=Reason(keyword=pick.keyword, description=pick.description),
+                )
+            )
+        return out
+
+    # -- calibration ------------------------------------------------------------------------
+    def calibrate(
+        self: Engine,
+        catalog_id: str,
+        *,
+        model: str = "rasch",
+        exclude_users: Iterable[str] = (),
+        min_responses: int = 1,
+        progress: bool = False,
+        app: str = "default",
+    ) -> dict[str, dict[str, float]]:
+        """Calibrate item difficulty (and discrimination, 2PL) from the event log.
+
+        Every scored attempt on the catalog's scorable items by users not in
+        ``exclude_users`` enters the fit; each item's prior is centred on its
+        cold-start difficulty, so sparse items stay near it. The result is
+        stored and used by the learner model from then on (learner states are
+        rebuilt). Returns ``{item_id: {"b": ..., "a": ..., "n": responses}}``.
+        """
+        cm = self.catalog_model(catalog_id, app=app)
+        index = cm.index
+        excluded = set(exclude_users)
+        item_codes: dict[str, int] = {}
+        b0: list[float] = []
+        base_b = _cold_start_b(cm)
+        for position, item_id in enumerate(index.item_ids):
+            if index.scorable[position] and item_id not in item_codes:
+                item_codes[item_id] = len(item_codes)
+                b0.append(float(base_b[position]))
+        person_codes: dict[str, int] = {}
+        persons: list[int] = []
+        items: list[int] = []
+        scores: list[float] = []
+        for key, doc in self.store.scan("events", app):
+            if key[1] != catalog_id or key[0] in excluded:
+                continue
+            code = item_codes.get(key[2])
+            if code is None or doc.get("kind") != "attempt" or doc.get("score") is None:  # type: ignore[union-attr]
+                continue
+            persons.append(person_codes.setdefault(key[0], len(person_codes)))
+            items.append(code)
+            scores.append(float(doc["score"]))  # type: ignore[index]
+        if not scores:
+            raise ValidationError(f"catalog '{catalog_id}' has no scored attempts to calibrate from")
+        fit = calibrate_items(
+            persons,
+            items,
+            scores,
+            n_items=len(item_codes),
+            n_persons=len(person_codes),
+            model=model,  # type: ignore[arg-type]
+            b_prior_mean=np.asarray(b0),
+            progress=progress,
+        )
+        counts = np.bincount(np.asarray(items), minlength=len(item_codes))
+        result = {
+            item_id: {"b": float(fit.b[code]), "a": float(fit.a[code]), "n": int(counts[code])}
+            for item_id, code in item_codes.items()
+            if counts[code] >= min_responses
+        }
+        with self._lock, self.store.atomic():
+            self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), {"items": result, "model": model})])
+            self._bump_content_version(app)
+        return result
 
     # -- sessions -------------------------------------------------------------------------
     def create_session(self: Engine, spec: SessionSpec | Mapping[str, Any], *, app: str = "default") -> str:
@@ -392,6 +521,11 @@ class LearningMixin:
         user_status = self._status(model, entry, mask, p)
         session_status = session.status(self.clock(), user_status.proficiency)
         return AdaptiveStep(recommendation=recommendation, user_status=user_status, session_status=session_status), session
+
+
+def _cold_start_b(model: CatalogModel) -> np.ndarray:
+    """Cold-start IRT difficulty per position (before any calibration)."""
+    return difficulty_to_b(model.index.difficulty)
 
 
 def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionState:

@@ -15,7 +15,7 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,15 @@ class CatalogModel:
     fingerprint: str
 
     @classmethod
-    def build(cls, index: CatalogIndex, **model_options: Any) -> CatalogModel:
+    def build(
+        cls,
+        index: CatalogIndex,
+        *,
+        calibration: Mapping[str, Mapping[str, float]] | None = None,
+        **model_options: Any,
+    ) -> CatalogModel:
+        """``calibration`` maps item ids to calibrated ``{"b": ..., "a": ...}``;
+        items without one keep their cold-start difficulty."""
         topics = TopicStructure.from_arrays(index.topic_parent, index.prerequisite_edges)
         items = ItemParams.from_catalog(
             item_topic=index.item_topic,
@@ -46,6 +54,15 @@ class CatalogModel:
             scorable=index.scorable,
             is_theory=index.is_theory,
         )
+        if calibration:
+            b = items.b.copy()
+            a = items.a.copy()
+            for item_id, params in calibration.items():
+                positions = index.item_positions.get(item_id)
+                if positions is not None:
+                    b[positions] = params["b"]
+                    a[positions] = params.get("a", 1.0)
+            items = items.with_calibration(b, a)
         digest = hashlib.blake2b(digest_size=12)
         digest.update("\x1f".join(index.topic_ids).encode())
         digest.update("\x1f".join(index.item_ids).encode())

@@ -2,7 +2,7 @@
 
 from learnloop.recommend.context import ContextSigner
 from learnloop.recommend.policies import AssessPolicy, LearnPolicy, Pick, Policy, ReviewPolicy, policy_for
-from learnloop.recommend.results import AdaptiveStep, Reason, Recommendation, UserStatus
+from learnloop.recommend.results import AdaptiveStep, Reason, Recommendation, Suggestion, UserStatus
 from learnloop.recommend.session import (
     Mode,
     SessionConstraint,
@@ -30,6 +30,7 @@ __all__ = [
     "SessionState",
     "SessionStatus",
     "StoppingConditions",
+    "Suggestion",
     "UserStatus",
     "policy_for",
 ]

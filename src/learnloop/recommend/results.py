@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict
 
 from learnloop.recommend.session import SessionStatus
 
-__all__ = ["AdaptiveStep", "Reason", "Recommendation", "UserStatus"]
+__all__ = ["AdaptiveStep", "Reason", "Recommendation", "Suggestion", "UserStatus"]
 
 _CLOSED = ConfigDict(extra="forbid", frozen=True)
 
@@ -22,6 +22,15 @@ class Recommendation(BaseModel):
     item_id: str
     topic_id: str
     recommendation_context: str
+    reason: Reason
+
+
+class Suggestion(BaseModel):
+    """One item of a recommended sequence outside a session."""
+
+    model_config = _CLOSED
+    item_id: str
+    topic_id: str
     reason: Reason
 
 
