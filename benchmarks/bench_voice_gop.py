@@ -13,7 +13,21 @@ rendition a *correct* one.  Reported:
 - the real-time factor of ``PronunciationScorer.score`` on one core (decode,
   features, alignment, GOP), with the model load time reported separately.
 
-Run:  .venv/bin/python benchmarks/bench_voice_gop.py   (about two minutes)
+Labels (the default protocol):
+
+- both renditions carry the stress of the dictionary pronunciation, so that
+  exactly one phone differs (left to itself, espeak_phonemes would move the
+  stress when a word's first vowel turns into or out of ``AH``);
+- a substitution must be heard: when espeak-ng realises the substituted word
+  exactly as the correct one (``N`` before ``K`` is spoken ``NG``, final ``IH``
+  is spoken ``IY``), or the pair is ``T``/``D`` where espeak-ng flaps the ``T``
+  (American English does not contrast them there), the substitute is drawn
+  again from the same class by a second seeded generator.  The first
+  generator's draws, and so every other example, stay as they were.
+
+``--original-protocol`` turns both rules off (the labels of the first version).
+
+Run:  .venv/bin/python benchmarks/bench_voice_gop.py   (about a minute)
 Needs espeak-ng (scripts/system-deps installs it).
 """
 
@@ -33,9 +47,9 @@ import numpy as np
 
 from learnloop.voice import PronunciationScorer
 from learnloop.voice.alignment import align
-from learnloop.voice.gop import phone_gops
+from learnloop.voice.gop import PhoneGop, phone_gops
 from learnloop.voice.phonemes import CONSONANTS, VOWELS
-from learnloop.voice.synthesis import espeak_phonemes, synthesize
+from learnloop.voice.synthesis import default_stress, espeak_phonemes, realised_phonemes, synthesize
 
 VOICES = ("en-us", "en-us+f2", "en-us+m3", "en-us+klatt")
 
@@ -45,6 +59,18 @@ cat dog house water apple green table window garden music paper river friend
 mother number people school little morning yellow chicken summer butter pencil
 rabbit orange monkey sister doctor kitchen letter bottle teacher basket
 button candle dinner flower hammer jacket ladder market napkin pocket
+baby ball bank beach bear bed bell bird blanket boat book boot bowl box boy
+brother brush bubble bucket cake camel car carpet carrot chain cheese cherry
+circle clock coat coffee corn cotton cow crown cup curtain desk diamond dinosaur
+dish door dragonfly drum duck eagle ear egg eye face farmer feather finger fire
+flag floor fork fox frog giraffe goat gold grass hair hand hat heart helmet hill
+honey hook horn jelly key king kite ladybug leaf leg lion lock machine map mask
+moon mountain mouth nail neck needle nest net nose note oven owl paint palace
+pan parrot party pear pen pepper piano pig pin pipe pizza plane pond pumpkin
+purple rain ring road robot roof rope rose ruler sand seed shell ship shop
+skirt sky sleep snow sock soup star station stick storm street sun swan sword
+tail tea tent thread tooth towel tower toy tree valley vase village violin
+wall watch whale wind wing wolf wood worm yard year zipper
 """.split()
 
 # Words used only for evaluation.
@@ -57,6 +83,8 @@ shadow silver soccer spider sweater ticket tomato turtle velvet wagon winter
 camera banana holiday elephant umbrella computer potato medicine animal
 family library""".split()
 
+assert not set(CALIBRATION_WORDS) & set(EVALUATION_WORDS), "calibration and evaluation words must differ"
+
 
 @dataclass(frozen=True)
 class Example:
@@ -65,32 +93,79 @@ class Example:
     phone: str
     substitute: str  # equal to phone for a correct example
     gop: float
-    frame_gop: float
+    llr: tuple[float, ...]
     sounds_like: str
     correct: bool
 
 
-def labelled_examples(words: list[str], voices: tuple[str, ...] = VOICES, *, seed: int = 7) -> list[Example]:
+def _heard(phones: list[str], i: int, sub: str, voice: str) -> bool:
+    """Whether espeak-ng's rendition with ``phones[i]`` replaced by ``sub`` differs as a phone should."""
+    stress = default_stress(phones)
+    swapped = [*phones[:i], sub, *phones[i + 1 :]]
+    said = realised_phonemes(espeak_phonemes(phones, stress=stress), voice=voice)
+    wrong = realised_phonemes(espeak_phonemes(swapped, stress=stress), voice=voice)
+    if said == wrong:
+        return False
+    flap = "t#"
+    return not ({phones[i], sub} == {"T", "D"} and said.count(flap) != wrong.count(flap))
+
+
+def substitutions(
+    phones: list[str], rng: random.Random, *, count: int, voice: str, key: str, corrected: bool = True
+) -> list[tuple[int, str]]:
+    """``count`` (position, substitute) pairs for one word and voice (see the module docstring)."""
+    vowels, consonants = sorted(VOWELS), sorted(CONSONANTS)
+    out = []
+    for k in range(count):
+        i = rng.randrange(len(phones))
+        pool = [p for p in (vowels if phones[i] in VOWELS else consonants) if p != phones[i]]
+        sub = rng.choice(pool)
+        if corrected and not _heard(phones, i, sub, voice):
+            again = random.Random(f"{key}:{k}")
+            others = [p for p in pool if p != sub]
+            again.shuffle(others)
+            sub = next((p for p in others if _heard(phones, i, p, voice)), sub)
+        out.append((i, sub))
+    return out
+
+
+def labelled_examples(
+    words: list[str],
+    voices: tuple[str, ...] = VOICES,
+    *,
+    seed: int = 7,
+    per_word: int = 1,
+    corrected: bool = True,
+    reference: list[tuple[str, PhoneGop]] | None = None,
+) -> list[Example]:
+    """Correct and substituted examples; ``reference`` collects (word, phone) of the correct renditions."""
     scorer = PronunciationScorer()
     model, lexicon = scorer.model, scorer.lexicon
     rng = random.Random(seed)
-    vowels, consonants = sorted(VOWELS), sorted(CONSONANTS)
     out: list[Example] = []
+
+    def gops_of(said: list[str], phones: list[str]) -> list[PhoneGop] | None:
+        stress = default_stress(phones) if corrected else None
+        utt = scorer._prepare(synthesize(espeak_phonemes(said, stress=stress), voice=voice))
+        alignment = align(model, utt.features, [[tuple(phones)]])
+        return None if alignment is None else phone_gops(model, utt.features, alignment)
+
     for voice in voices:
         for word in words:
             phones = list(lexicon.pronunciations(word)[0])
-            i = rng.randrange(len(phones))
-            pool = vowels if phones[i] in VOWELS else consonants
-            sub = rng.choice([p for p in pool if p != phones[i]])
-            swapped = phones.copy()
-            swapped[i] = sub
-            for said, correct in ((phones, True), (swapped, False)):
-                utt = scorer._prepare(synthesize(espeak_phonemes(said), voice=voice))
-                alignment = align(model, utt.features, [[tuple(phones)]])
-                if alignment is None:
-                    continue
-                g = phone_gops(model, utt.features, alignment)[i]
-                out.append(Example(voice, word, phones[i], said[i], g.gop, g.frame_gop, g.sounds_like, correct))
+            subs = substitutions(
+                phones, rng, count=per_word, voice=voice, key=f"{seed}:{voice}:{word}", corrected=corrected
+            )
+            good = gops_of(phones, phones)
+            if good is not None and reference is not None:
+                reference.extend((word, g) for g in good)
+            for i, sub in subs:
+                bad = gops_of([*phones[:i], sub, *phones[i + 1 :]], phones)
+                for gops, said, correct in ((good, phones[i], True), (bad, sub, False)):
+                    if gops is None:
+                        continue
+                    g = gops[i]
+                    out.append(Example(voice, word, phones[i], said, g.gop, g.llr, g.sounds_like, correct))
     return out
 
 
@@ -129,19 +204,24 @@ RTF_PHRASES = [
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--voices", default=",".join(VOICES))
+    parser.add_argument("--original-protocol", action="store_true", help="labels without the two rules")
     args = parser.parse_args()
     voices = tuple(args.voices.split(","))
     from learnloop.voice.calibration import CALIBRATION
 
     load, spent, audio_s = real_time_factor(RTF_PHRASES)  # first: the model load is timed cold
     t0 = time.perf_counter()
-    examples = labelled_examples(EVALUATION_WORDS, voices)
+    examples = labelled_examples(EVALUATION_WORDS, voices, corrected=not args.original_protocol)
     elapsed = time.perf_counter() - t0
     ok = [e for e in examples if e.correct]
     bad = [e for e in examples if not e.correct]
-    score = lambda es: CALIBRATION.probability([e.gop for e in es], [e.frame_gop for e in es])  # noqa: E731
-    print(f"evaluation: {len(EVALUATION_WORDS)} words x {len(voices)} voices ({', '.join(voices)}), "
-          f"{len(ok)} correct and {len(bad)} substituted phones, {elapsed:.0f} s")
+
+    def score(es: list[Example]) -> np.ndarray:
+        return CALIBRATION.probability([CALIBRATION.normalised_gop(e.phone, e.llr) for e in es])
+
+    protocol = "original" if args.original_protocol else "default"
+    print(f"evaluation ({protocol} protocol): {len(EVALUATION_WORDS)} words x {len(voices)} voices "
+          f"({', '.join(voices)}), {len(ok)} correct and {len(bad)} substituted phones, {elapsed:.0f} s")
     print(f"AUC calibrated score: {auc(score(ok), score(bad)):.3f}")
     print(f"AUC raw GOP:          {auc([e.gop for e in ok], [e.gop for e in bad]):.3f}")
     for v in voices:

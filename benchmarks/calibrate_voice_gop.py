@@ -1,15 +1,25 @@
-"""Fit the logistic calibration of phone scores (learnloop/voice/calibration.py).
+"""Fit the phone-score calibration (learnloop/voice/calibration.json).
 
-Generates labelled espeak-ng phones on the calibration word list (see
-bench_voice_gop.py: correct vs one substituted phone per word and voice), fits
-``P(correct) = sigmoid(b0 + b1 * gop + b2 * frame_gop)`` by maximum likelihood
-and prints the constants to paste into ``CALIBRATION``.
+Generates labelled espeak-ng phones on the calibration word list only (see
+bench_voice_gop.py: each word and voice said correctly and with two different
+phones substituted), then fits
 
-Run:  .venv/bin/python benchmarks/calibrate_voice_gop.py
+- the pair statistics: mean and standard deviation of the GOP ratio of each
+  target phone against each candidate phone, over every phone of the correct
+  renditions;
+- ``P(correct) = sigmoid(intercept + weight * z)`` by maximum likelihood, on
+  the labelled phones, where ``z`` is the pair-normalised GOP;
+
+writes them to ``src/learnloop/voice/calibration.json`` and prints the fit,
+with a five-fold cross-validated AUC over calibration words (the tables and
+weights refitted without the held-out words).
+
+Run:  .venv/bin/python benchmarks/calibrate_voice_gop.py   (about two minutes)
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -20,18 +30,44 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_voice_gop import CALIBRATION_WORDS, VOICES, auc, labelled_examples  # noqa: E402
 
 from learnloop.voice.calibration import fit_calibration  # noqa: E402
+from learnloop.voice.gop import PhoneGop  # noqa: E402
+
+OUT = Path(__file__).resolve().parent.parent / "src" / "learnloop" / "voice" / "calibration.json"
+FOLDS = 5
 
 
 def main() -> None:
-    examples = labelled_examples(CALIBRATION_WORDS, VOICES, seed=11)
-    gop = np.array([e.gop for e in examples])
-    frame = np.array([e.frame_gop for e in examples])
+    reference: list[tuple[str, PhoneGop]] = []
+    examples = labelled_examples(CALIBRATION_WORDS, VOICES, seed=11, per_word=2, reference=reference)
+    phones = np.array([e.phone for e in examples])
+    llrs = np.array([e.llr for e in examples])
     y = np.array([e.correct for e in examples], dtype=float)
-    cal = fit_calibration(gop, frame, y)
-    p = cal.probability(gop, frame)
-    print(f"{len(examples)} phones ({int(y.sum())} correct) from {len(CALIBRATION_WORDS)} words x {len(VOICES)} voices")
-    print(f"training AUC {auc(p[y == 1], p[y == 0]):.3f}, log loss {-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)):.3f}")
-    print(f"CALIBRATION = Calibration(intercept={cal.intercept:.3f}, w_gop={cal.w_gop:.3f}, w_frame={cal.w_frame:.3f})")
+    ref_words = np.array([w for w, _ in reference])
+    ref_phones = np.array([g.phone for _, g in reference])
+    ref_llrs = np.array([g.llr for _, g in reference])
+    cal = fit_calibration(list(phones), llrs, y, reference=(list(ref_phones), ref_llrs))
+    p = cal.probability([cal.normalised_gop(ph, v) for ph, v in zip(phones, llrs)])
+    print(f"{len(examples)} labelled phones ({int(y.sum())} correct) and {len(reference)} reference phones "
+          f"from {len(CALIBRATION_WORDS)} words x {len(VOICES)} voices")
+    print(f"training AUC {auc(p[y == 1], p[y == 0]):.3f}, "
+          f"log loss {-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)):.3f}")
+
+    # Cross-validation by word: refit without a fifth of the words, score that fifth.
+    rng = np.random.default_rng(0)
+    fold_of = dict(zip(CALIBRATION_WORDS, rng.permutation(len(CALIBRATION_WORDS)) % FOLDS))
+    fold = np.array([fold_of[e.word] for e in examples])
+    ref_fold = np.array([fold_of[w] for w in ref_words])
+    held = np.empty(len(examples))
+    for k in range(FOLDS):
+        test, keep = fold == k, ref_fold != k
+        part = fit_calibration(
+            list(phones[~test]), llrs[~test], y[~test], reference=(list(ref_phones[keep]), ref_llrs[keep])
+        )
+        held[test] = part.probability([part.normalised_gop(ph, v) for ph, v in zip(phones[test], llrs[test])])
+    print(f"cross-validated AUC ({FOLDS} folds by word): {auc(held[y == 1], held[y == 0]):.3f}")
+    print(f"intercept {cal.intercept:.3f}, weight {cal.weight:.3f}")
+    OUT.write_text(json.dumps(cal.to_dict(), separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"wrote {OUT}")
 
 
 if __name__ == "__main__":

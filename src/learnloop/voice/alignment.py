@@ -37,6 +37,7 @@ class AlignedPhone:
     start: int
     end: int
     loglik: float  # acoustic log-likelihood of the segment on the aligned triphone states
+    model_id: int  # the (triphone or silence) HMM of the model that was aligned
 
     @property
     def frames(self) -> int:
@@ -193,6 +194,8 @@ def align(
         if unit.word >= 0:
             variants[unit.word] = unit.variant
         aligned.append(
-            AlignedPhone(unit.phone, unit.word, unit.index, int(a), int(b), float(frame_ll[a:b].sum()))
+            AlignedPhone(
+                unit.phone, unit.word, unit.index, int(a), int(b), float(frame_ll[a:b].sum()), unit.pid
+            )
         )
     return Alignment(tuple(aligned), tuple(variants), float(final_scores[k]), n_frames)

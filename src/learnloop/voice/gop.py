@@ -1,14 +1,23 @@
-"""Goodness of pronunciation (GOP) of aligned phones.
+"""Goodness of pronunciation (GOP) of aligned phones, with relaxed boundaries.
 
 For each phone segment of the forced alignment, every context-independent
-phone HMM (the 39 phones and silence) is rescored on the segment's frames by
-Viterbi, entering in its first state and leaving from its last.  The GOP is
-the classic log-likelihood ratio of Witt & Young, per frame:
+phone HMM of the scoring set (the 39 phones and silence) is tried in its
+place: a Viterbi pass over a short window runs through the aligned
+neighbour before it, the candidate phone, and the aligned neighbour after it
+(their own context-dependent HMMs).  The boundaries between them are free, so
+a substituted sound that the alignment pushed partly into a neighbour can
+still be claimed by the phone that fits it.  The window reaches at most
+``relax`` frames (10 ms each) into each neighbour.
 
-    gop = (log p(segment | target) - max_q log p(segment | q)) / frames   (<= 0)
+For target phone ``t`` and candidate ``q`` the per-frame log-likelihood ratio
 
-and the best competing phone ``q`` is what the segment *sounds like* (``#``
-when silence wins: no phoneme was detected).
+    llr[q] = (log p(window | ..., t, ...) - log p(window | ..., q, ...)) / frames
+
+is positive where the target fits better.  The classic GOP (Witt & Young) is
+``min(0, min_q llr[q])``; the calibrated score (``calibration``) compares each
+``llr[q]`` with how that very pair behaves when ``t`` is said correctly.  The
+phone that fits best is what the segment *sounds like* (``#`` when silence
+wins: no phoneme was detected).
 """
 
 from __future__ import annotations
@@ -18,12 +27,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop.voice.acoustic import SphinxModel
-from learnloop.voice.alignment import Alignment
+from learnloop.voice.alignment import AlignedPhone, Alignment
 from learnloop.voice.phonemes import PHONES
 
-__all__ = ["PhoneGop", "ci_loglik", "phone_gops", "speech_frames", "word_match"]
+__all__ = ["RELAX_FRAMES", "SCORING_PHONES", "PhoneGop", "ci_loglik", "phone_gops", "speech_frames", "word_match"]
 
 _SIL = "SIL"
+SCORING_PHONES: tuple[str, ...] = (*PHONES, _SIL)
+"""The candidate phones of every segment, in the order of :attr:`PhoneGop.llr`."""
+RELAX_FRAMES = 12
+"""How far (in 10 ms frames) a candidate phone may reach into each aligned neighbour."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,25 +48,28 @@ class PhoneGop:
     index: int
     start: int
     end: int
-    gop: float
+    gop: float  # min(0, min over other phones of llr): <= 0, 0 when the target fits best
     sounds_like: str
-    competitor_gop: float  # log-likelihood ratio per frame of the best other phone vs target (>= 0 means it wins)
-    loglik: float  # CI Viterbi log-likelihood of the segment under the target phone
-    frame_gop: float  # mean over frames of the target's best state vs the best state of any phone (<= 0)
+    loglik: float  # CI Viterbi log-likelihood of the segment itself under the target phone
+    llr: tuple[float, ...]  # per-frame log-likelihood ratio of the target vs each of SCORING_PHONES
 
 
 class _CiBank:
     """Context-independent HMMs of the scoring phones, stacked for vectorised Viterbi."""
 
     def __init__(self, model: SphinxModel) -> None:
-        names = [*PHONES, _SIL]
+        names = list(SCORING_PHONES)
         self.names = names
         ids = np.asarray([model.phone_index[p] for p in names])
         self.senones = model.phone_senones[ids]  # (Q, 3)
-        trans = np.stack([model.transitions(int(i)) for i in ids])  # (Q, 3, 4)
-        n = model.n_emit
-        self.self_lp = trans[:, np.arange(n), np.arange(n)]  # (Q, 3)
-        self.next_lp = trans[:, np.arange(n), np.arange(1, n + 1)]  # (Q, 3)
+        self.self_lp, self.next_lp = _hmm_arcs(model, ids)  # (Q, 3) each
+
+
+def _hmm_arcs(model: SphinxModel, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Self-loop and forward log probabilities, ``(len(ids), 3)`` each, of HMMs by id."""
+    trans = np.stack([model.transitions(int(i)) for i in ids])  # (k, 3, 4)
+    n = model.n_emit
+    return trans[:, np.arange(n), np.arange(n)], trans[:, np.arange(n), np.arange(1, n + 1)]
 
 
 _BANKS: dict[int, _CiBank] = {}
@@ -68,18 +84,62 @@ def _bank(model: SphinxModel) -> _CiBank:
     return bank
 
 
-def _rescore(seg_ll: np.ndarray, bank: _CiBank) -> np.ndarray:
-    """Viterbi log-likelihood of every CI HMM on one segment: ``seg_ll`` is (frames, Q, 3)."""
+def _rescore(seg_ll: np.ndarray, self_lp: np.ndarray, next_lp: np.ndarray) -> np.ndarray:
+    """Viterbi log-likelihood of HMMs on one segment: ``seg_ll`` is (frames, Q, 3), arcs (Q, 3)."""
     n = seg_ll.shape[0]
     q = seg_ll.shape[1]
     delta = np.full((q, 3), -np.inf)
     delta[:, 0] = seg_ll[0, :, 0]
     for t in range(1, n):
-        stay = delta + bank.self_lp
+        stay = delta + self_lp
         move = np.full_like(delta, -np.inf)
-        move[:, 1:] = delta[:, :-1] + bank.next_lp[:, :-1]
+        move[:, 1:] = delta[:, :-1] + next_lp[:, :-1]
         delta = np.maximum(stay, move) + seg_ll[t]
-    return delta[:, 2] + bank.next_lp[:, 2]
+    return delta[:, 2] + next_lp[:, 2]
+
+
+def _relaxed(
+    slot_ll: np.ndarray,
+    bank: _CiBank,
+    prev: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    nxt: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+) -> np.ndarray:
+    """Best log-likelihood of ``prev -> q -> next`` over a window, for every candidate ``q``.
+
+    ``slot_ll`` is ``(frames, Q, 3)``; ``prev`` and ``nxt`` are a neighbour's
+    state log-likelihoods ``(frames, 3)``, self-loop and forward arcs ``(3,)``,
+    or ``None`` at the edge of the audio.  A neighbour is entered (left) in any
+    state, as the window may cut it; the candidate is entered in its first
+    state and left from its last, and lasts at least three frames.
+    """
+    n, q, _ = slot_ll.shape
+    parts_ll = [slot_ll]
+    parts_self = [bank.self_lp]
+    parts_next = [bank.next_lp]
+    if prev is not None:
+        parts_ll.insert(0, np.broadcast_to(prev[0][:, None, :], (n, q, 3)))
+        parts_self.insert(0, np.broadcast_to(prev[1], (q, 3)))
+        parts_next.insert(0, np.broadcast_to(prev[2], (q, 3)))
+    if nxt is not None:
+        parts_ll.append(np.broadcast_to(nxt[0][:, None, :], (n, q, 3)))
+        parts_self.append(np.broadcast_to(nxt[1], (q, 3)))
+        parts_next.append(np.broadcast_to(nxt[2], (q, 3)))
+    ll = np.concatenate(parts_ll, axis=2)  # (n, Q, S)
+    self_lp = np.concatenate(parts_self, axis=1)
+    next_lp = np.concatenate(parts_next, axis=1)
+    slot = 3 if prev is not None else 0
+    delta = np.full(ll.shape[1:], -np.inf)
+    if prev is not None:
+        delta[:, :3] = ll[0, :, :3]
+    else:
+        delta[:, 0] = ll[0, :, 0]
+    for t in range(1, n):
+        move = np.full_like(delta, -np.inf)
+        move[:, 1:] = delta[:, :-1] + next_lp[:, :-1]
+        delta = np.maximum(delta + self_lp, move) + ll[t]
+    if nxt is not None:
+        return delta[:, slot + 3 :].max(axis=1)
+    return delta[:, slot + 2] + next_lp[:, slot + 2]
 
 
 def ci_loglik(model: SphinxModel, features: np.ndarray) -> np.ndarray:
@@ -97,29 +157,52 @@ def speech_frames(ci_ll: np.ndarray, *, margin: float = 2.0) -> np.ndarray:
 
 
 def phone_gops(
-    model: SphinxModel, features: np.ndarray, alignment: Alignment, ci_ll: np.ndarray | None = None
+    model: SphinxModel,
+    features: np.ndarray,
+    alignment: Alignment,
+    ci_ll: np.ndarray | None = None,
+    *,
+    relax: int = RELAX_FRAMES,
 ) -> list[PhoneGop]:
     """GOP of every (non-silence) aligned phone, in time order."""
     bank = _bank(model)
     ll = ci_loglik(model, features) if ci_ll is None else ci_ll
     names = bank.names
     index = {p: i for i, p in enumerate(names)}
+    segs = alignment.phones
+    # State log-likelihoods of every aligned HMM (the neighbours), over the whole utterance.
+    model_ids = np.unique([s.model_id for s in segs])
+    senones = model.phone_senones[model_ids]  # (k, 3)
+    unique, inverse = np.unique(senones.reshape(-1), return_inverse=True)
+    aligned_ll = model.senone_loglik(features, unique)[:, inverse].reshape(len(features), *senones.shape)
+    arcs = _hmm_arcs(model, model_ids)
+    where = {int(m): i for i, m in enumerate(model_ids)}
+
+    def neighbour(seg: AlignedPhone, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        i = where[seg.model_id]
+        return aligned_ll[a:b, i], arcs[0][i], arcs[1][i]
+
     out = []
-    for seg in alignment.phones:
+    for k, seg in enumerate(segs):
         if seg.word < 0:
             continue
+        prev = segs[k - 1] if k > 0 else None
+        nxt = segs[k + 1] if k + 1 < len(segs) else None
+        a = seg.start if prev is None else max(prev.start, seg.start - relax)
+        b = seg.end if nxt is None else min(nxt.end, seg.end + relax)
+        scores = _relaxed(
+            ll[a:b],
+            bank,
+            None if prev is None else neighbour(prev, a, b),
+            None if nxt is None else neighbour(nxt, a, b),
+        )
         n = seg.end - seg.start
-        scores = _rescore(ll[seg.start : seg.end], bank)
         target = index[seg.phone]
-        others = scores.copy()
-        others[target] = -np.inf
-        best_other = int(np.argmax(others))
+        llr = (scores[target] - scores) / n
         best = int(np.argmax(scores))
-        gop = float(scores[target] - scores[best]) / n
-        competitor = float(scores[best_other] - scores[target]) / n
         sounds = names[best]
-        state_best = ll[seg.start : seg.end].max(axis=2)  # (n, Q)
-        frame_gop = float(np.mean(state_best[:, target] - state_best.max(axis=1)))
+        row = slice(target, target + 1)
+        own = _rescore(ll[seg.start : seg.end, row], bank.self_lp[row], bank.next_lp[row])
         out.append(
             PhoneGop(
                 phone=seg.phone,
@@ -127,15 +210,13 @@ def phone_gops(
                 index=seg.index,
                 start=seg.start,
                 end=seg.end,
-                gop=gop,
+                gop=float(min(0.0, np.min(np.delete(llr, target)))),
                 sounds_like="#" if sounds == _SIL else sounds,
-                competitor_gop=competitor,
-                frame_gop=frame_gop,
-                loglik=float(scores[target]),
+                loglik=float(own[0]),
+                llr=tuple(float(v) for v in llr),
             )
         )
     return out
-
 
 
 _PHONE_INSERTION = -2.0  # log penalty per phone in the free phone loop

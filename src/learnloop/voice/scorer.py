@@ -227,7 +227,8 @@ class PronunciationScorer:
                 if g is None:
                     scores.append(PhonemeScore(phone, ipa[i], "#", "#", 0))
                     continue
-                value = int(np.rint(100.0 * float(self.calibration.probability(g.gop, g.frame_gop))))
+                z = self.calibration.normalised_gop(g.phone, g.llr)
+                value = int(np.rint(100.0 * float(self.calibration.probability(z))))
                 like = g.sounds_like
                 like_ipa = ipa[i] if like == phone else IPA.get(like, "#")
                 scores.append(PhonemeScore(phone, ipa[i], like, like_ipa, value))

@@ -26,7 +26,14 @@ from typing import Final
 
 from learnloop.voice.phonemes import VOWELS
 
-__all__ = ["ESPEAK_PHONEMES", "EspeakMissingError", "espeak_phonemes", "synthesize"]
+__all__ = [
+    "ESPEAK_PHONEMES",
+    "EspeakMissingError",
+    "default_stress",
+    "espeak_phonemes",
+    "realised_phonemes",
+    "synthesize",
+]
 
 ESPEAK_PHONEMES: Final = {
     "AA": "A:", "AE": "a", "AH": "V", "AO": "O:", "AW": "aU", "AY": "aI",
@@ -42,21 +49,30 @@ class EspeakMissingError(RuntimeError):
     """espeak-ng is not installed (``apt-get install espeak-ng``)."""
 
 
+def default_stress(phones: Sequence[str]) -> int:
+    """Which vowel (counting vowels from 0) :func:`espeak_phonemes` stresses by default.
+
+    The second vowel when the first is ``AH`` (``about``), else the first.
+
+    >>> default_stress(["AH", "B", "AW", "T"]), default_stress(["K", "AE", "T"])
+    (1, 0)
+    """
+    vowels = [p for p in phones if p in VOWELS]
+    return 1 if len(vowels) >= 2 and vowels[0] == "AH" else 0
+
+
 def espeak_phonemes(phones: Sequence[str], *, stress: int | None = None) -> str:
     """ARPABET phones as an espeak-ng phoneme string, stress on vowel ``stress``.
 
-    By default the stress falls on the last vowel of a two-vowel word whose
-    first vowel is ``AH`` (``about``) and on the first vowel otherwise.
-    Unstressed ``AH`` is written as schwa.
+    ``stress`` counts vowels from 0 and defaults to :func:`default_stress`.
+    Unstressed ``AH`` is written as schwa.  To say a word with one phone
+    replaced, pass the stress of the dictionary pronunciation, so that only
+    that phone changes.
     """
     vowel_positions = [i for i, p in enumerate(phones) if p in VOWELS]
     if stress is None:
-        if len(vowel_positions) >= 2 and phones[vowel_positions[0]] == "AH":
-            stress_at = vowel_positions[1]
-        else:
-            stress_at = vowel_positions[0] if vowel_positions else -1
-    else:
-        stress_at = vowel_positions[stress] if vowel_positions else -1
+        stress = default_stress(phones)
+    stress_at = vowel_positions[stress] if vowel_positions else -1
     out = []
     for i, p in enumerate(phones):
         if i == stress_at:
@@ -82,6 +98,29 @@ def synthesize(text: str, *, voice: str = "en-us", speed: int = 160, pitch: int 
     if result.returncode != 0 or not result.stdout:
         raise RuntimeError(f"espeak-ng failed for {text!r}: {result.stderr.decode(errors='replace')}")
     return _fix_stream_header(result.stdout)
+
+
+def realised_phonemes(text: str, *, voice: str = "en-us") -> str:
+    """The phonemes espeak-ng actually speaks for ``text``, after its own rules.
+
+    espeak-ng rewrites some phonemes in context, as American speakers do: a
+    ``t`` between vowels becomes the flap ``t#``, unstressed final ``I``
+    becomes ``i``, ``n`` before ``k`` becomes ``N``.  Comparing these strings
+    tells whether a deliberate substitution is really heard.
+
+    >>> realised_phonemes("[[sp'aIt3]]")
+    "sp'aIt#3"
+    """
+    exe = shutil.which("espeak-ng")
+    if exe is None:
+        raise EspeakMissingError("espeak-ng is not installed: apt-get install espeak-ng")
+    result = subprocess.run(
+        [exe, "-v", voice, "-q", "-X", text], capture_output=True, check=False, timeout=60, text=True
+    )
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"espeak-ng failed for {text!r}: {result.stderr}")
+    return lines[-1].strip()
 
 
 def _fix_stream_header(wav: bytes) -> bytes:
