@@ -31,6 +31,7 @@ from learnloop.events import (
     SkipEvent,
     ViewTheoryEvent,
     format_timestamp,
+    parse_timestamp,
 )
 from learnloop.recommend import (
     AdaptiveStep,
@@ -46,6 +47,7 @@ from learnloop.recommend import (
     UserStatus,
     policy_for,
 )
+from learnloop.tracing import Status
 from learnloop.tracing import calibrate as calibrate_items
 from learnloop.tracing import difficulty_to_b
 
@@ -229,6 +231,36 @@ class LearningMixin:
         entry = self._tracker.state(app, user_id, model)
         p = model.model.predict(entry.state)
         return [self._status(model, entry, mask, p) for mask in masks]
+
+    def status_v1(
+        self: Engine, user_id: str, catalog_id: str, masks: Sequence[BoolArray], *, app: str = "default"
+    ) -> list[Status]:
+        """The learner's status over each boolean mask of the catalog's item order.
+
+        Every figure of :class:`~learnloop.tracing.Status`, for the v1 dialect
+        (``skill_level``, ``display_skill``, ``progress``). ``display_skill`` is
+        not smoothed with an earlier value: it is ``skill_level * sqrt(progress)``,
+        so that reading a status never changes it.
+        """
+        model = self.catalog_model(catalog_id, app=app)
+        n = model.index.n_items
+        for mask in masks:
+            if np.shape(mask) != (n,):
+                raise ValidationError(f"mask must have {n} entries, got {np.shape(mask)}")
+        entry = self._tracker.state(app, user_id, model)
+        p = model.model.predict(entry.state)
+        return [model.model.status(entry.state, mask, p_correct=p) for mask in masks]
+
+    def known_events(
+        self: Engine, keys: Iterable[tuple[str, str, str, str]], *, app: str = "default"
+    ) -> set[tuple[str, str, str, str]]:
+        """Which ``(user_id, catalog_id, item_id, timestamp)`` event keys are stored.
+
+        Timestamps may be any ISO 8601 form; the keys returned carry the
+        canonical one (:func:`~learnloop.events.format_timestamp`).
+        """
+        canonical = [(u, c, i, format_timestamp(parse_timestamp(t))) for u, c, i, t in keys]
+        return {tuple(k) for k in self.store.get_many("events", app, canonical)}  # type: ignore[misc]
 
     def learner_view(self: Engine, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
         """What the policies see of a learner now (for notebooks and tests)."""

@@ -10,7 +10,8 @@ one store transaction, or nothing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from os import PathLike
 from typing import Any, Literal
@@ -115,6 +116,35 @@ class Engine(LearningMixin):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Group several engine calls into one transaction: all of their writes, or none.
+
+        The engine's lock is taken before the store's transaction (the order
+        every engine method uses), so the block may call any engine method.
+        When the block raises, the in-process caches (compiled catalogs,
+        learner states) are dropped too, since they may reflect undone writes.
+
+        >>> engine = Engine()
+        >>> try:
+        ...     with engine.atomic():
+        ...         engine.upsert_items([{"item_id": "q1", "display_name": "Q1", "scorable": True}])
+        ...         raise RuntimeError("undo")
+        ... except RuntimeError:
+        ...     pass
+        >>> engine.item_database()
+        []
+        """
+        with self._lock:
+            try:
+                with self.store.atomic():
+                    yield
+            except BaseException:
+                self._indexes.clear()
+                self._models.clear()
+                self._tracker.forget()
+                raise
 
     # -- content version: compiled catalogs are cached until content changes ---
     def _content_version(self, app: str) -> int:
