@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pydantic
+from pydantic import TypeAdapter
 
 from learnloop._tracking import CatalogModel, Tracker, _Cached
 from learnloop._types import BoolArray
@@ -25,6 +27,8 @@ from learnloop.errors import ContextError, LimitExceededError, NotFoundError, Va
 from learnloop.events import (
     AttemptEvent,
     ContextAttemptEvent,
+    ContextEvent,
+    PlainEvent,
     ContextSkipEvent,
     ContextViewTheoryEvent,
     Interaction,
@@ -171,7 +175,7 @@ class LearningMixin:
     # -- events outside sessions ------------------------------------------------------
     def upsert_events(self: Engine, user_id: str, events: PlainEvents, *, app: str = "default") -> int:
         """Store events outside a session (all or none); returns how many were new."""
-        parsed = [_plain(e) for e in events]
+        parsed = _plain(events)
         self._check_events_count(len(parsed))
         problems: list[str] = []
         interactions: list[Interaction] = []
@@ -441,7 +445,7 @@ class LearningMixin:
         When no eligible item is left (the filter matches nothing, or the
         constraints exclude everything) the recommendation is ``None``.
         """
-        parsed = [_contextual(e) for e in events]
+        parsed = _contextual(events)
         self._check_events_count(len(parsed))
         with self._lock:
             session = self.session(session_context, app=app)
@@ -567,21 +571,27 @@ def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionSta
     return SessionState(**{**{f: getattr(session, f) for f in session.__slots__}, "assessed": merged})
 
 
-def _plain(event: Any) -> AttemptEvent | SkipEvent | ViewTheoryEvent:
-    if isinstance(event, (AttemptEvent, SkipEvent, ViewTheoryEvent)):
-        return event
-    kind = {"attempt": AttemptEvent, "skip": SkipEvent, "view_theory": ViewTheoryEvent}.get(event.get("type"))
-    if kind is None:
-        raise ValidationError(f"unknown event type {event.get('type')!r}")
-    return kind.model_validate(event)
+_PLAIN_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[PlainEvent])
+_CONTEXT_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[ContextEvent])
 
 
-def _contextual(event: Any) -> ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent:
-    if isinstance(event, (ContextAttemptEvent, ContextSkipEvent, ContextViewTheoryEvent)):
-        return event
-    kind = {"attempt": ContextAttemptEvent, "skip": ContextSkipEvent, "view_theory": ContextViewTheoryEvent}.get(
-        event.get("type")
-    )
-    if kind is None:
-        raise ValidationError(f"unknown event type {event.get('type')!r}")
-    return kind.model_validate(event)
+def _validated(adapter: TypeAdapter[list[Any]], kinds: tuple[type, ...], events: Iterable[Any]) -> list[Any]:
+    """Events as models: models pass through, the rest is validated in one go."""
+    given = list(events)
+    if all(isinstance(e, kinds) for e in given):
+        return given
+    try:
+        return adapter.validate_python([e.model_dump() if isinstance(e, kinds) else e for e in given])
+    except pydantic.ValidationError as exc:
+        raise ValidationError(
+            [f"events{''.join(f'[{p}]' if isinstance(p, int) else f'.{p}' for p in e['loc'])}: {e['msg']}"
+             for e in exc.errors(include_url=False)]
+        ) from None
+
+
+def _plain(events: Iterable[Any]) -> list[AttemptEvent | SkipEvent | ViewTheoryEvent]:
+    return _validated(_PLAIN_EVENTS, (AttemptEvent, SkipEvent, ViewTheoryEvent), events)
+
+
+def _contextual(events: Iterable[Any]) -> list[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent]:
+    return _validated(_CONTEXT_EVENTS, (ContextAttemptEvent, ContextSkipEvent, ContextViewTheoryEvent), events)

@@ -81,7 +81,7 @@ class CatalogModel:
         return Event(
             item=position,
             kind=interaction.kind,
-            timestamp=interaction.timestamp.timestamp(),
+            timestamp=interaction.epoch,
             score=interaction.score,
             time_spent_ms=interaction.time_spent_ms or 0,
             fraction_completed=interaction.fraction_completed,
@@ -90,15 +90,27 @@ class CatalogModel:
 
 @dataclass(frozen=True, slots=True)
 class _Cached:
+    """A learner state as of ``revision``: ``state`` with ``pending`` events not yet applied.
+
+    ``state`` is None when the state must be rebuilt from the stored history
+    (an overwrite, or nothing known in this process).
+    """
+
     revision: int
     fingerprint: str
-    state: LearnerState
+    state: LearnerState | None
     latest: float  # epoch seconds of the latest applied event (-inf: none)
     last_attempt: tuple[int, float] | None  # (position, score) of the latest event when an attempt
+    pending: tuple[Interaction, ...] = ()
 
 
 class Tracker:
-    """Event ingestion and learner-state access over a store."""
+    """Event ingestion and learner-state access over a store.
+
+    Ingestion stores events and bumps the learner's revision; the learner
+    state catches up when it is next read (applying the new events online, or
+    replaying the history when they arrived out of order or overwrote others).
+    """
 
     def __init__(self, store: Store, *, cache_size: int = 4096) -> None:
         self.store = store
@@ -107,9 +119,9 @@ class Tracker:
         self._lock = threading.RLock()
 
     # -- revision documents -------------------------------------------------------
-    def _revision(self, app: str, user: str, catalog: str) -> int:
-        doc = self.store.get("learners", app, (user, catalog))
-        return 0 if doc is None else int(doc["rev"])  # type: ignore[index]
+    def _revisions(self, app: str, learners: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        found = self.store.get_many("learners", app, list(learners))
+        return {(k[0], k[1]): int(doc["rev"]) for k, doc in found.items()}  # type: ignore[index]
 
     def _remember(self, key: tuple[str, str, str], entry: _Cached) -> None:
         self._cache[key] = entry
@@ -120,21 +132,40 @@ class Tracker:
     # -- reading -------------------------------------------------------------------
     def history(self, app: str, user: str, catalog: str) -> list[Interaction]:
         """Every stored interaction of a learner in a catalog, in time order."""
-        rows = [Interaction.model_validate(doc) for _, doc in self.store.scan("events", app, (user, catalog))]
-        rows.sort(key=lambda i: (i.timestamp, i.item_id))
+        rows = [Interaction.from_doc(doc) for _, doc in self.store.scan("events", app, (user, catalog))]
+        rows.sort(key=lambda i: (i.epoch, i.item_id))
         return rows
 
     def state(self, app: str, user: str, catalog: CatalogModel) -> _Cached:
-        """The current learner state (from the cache, or replayed)."""
-        key = (app, user, catalog.index.catalog_id)
+        """The current learner state (from the cache, caught up, or replayed)."""
+        catalog_id = catalog.index.catalog_id
+        key = (app, user, catalog_id)
         with self._lock:
-            revision = self._revision(app, user, catalog.index.catalog_id)
+            revision = self._revisions(app, [(user, catalog_id)]).get((user, catalog_id), 0)
             cached = self._cache.get(key)
-            if cached is not None and cached.revision == revision and cached.fingerprint == catalog.fingerprint:
+            if cached is None or cached.revision != revision or cached.fingerprint != catalog.fingerprint:
+                entry = self._replay(catalog, self.history(app, user, catalog_id), revision)
+            elif cached.state is None:
+                entry = self._replay(catalog, self.history(app, user, catalog_id), revision)
+            elif cached.pending:
+                entry = self._catch_up(app, user, catalog, cached)
+            else:
                 return cached
-            entry = self._replay(catalog, self.history(app, user, catalog.index.catalog_id), revision)
             self._remember(key, entry)
             return entry
+
+    def _catch_up(self, app: str, user: str, catalog: CatalogModel, cached: _Cached) -> _Cached:
+        assert cached.state is not None
+        group = sorted(cached.pending, key=lambda i: (i.epoch, i.item_id))
+        if group[0].epoch < cached.latest:
+            return self._replay(catalog, self.history(app, user, catalog.index.catalog_id), cached.revision)
+        events = [e for e in (catalog.to_event(i) for i in group) if e is not None]
+        state = catalog.model.update_many(cached.state, events)
+        last_attempt = cached.last_attempt
+        if events:
+            last = events[-1]
+            last_attempt = (last.item, last.score) if last.kind == "attempt" and last.score is not None else None
+        return _Cached(cached.revision, cached.fingerprint, state, max(cached.latest, group[-1].epoch), last_attempt)
 
     @staticmethod
     def _replay(catalog: CatalogModel, history: Sequence[Interaction], revision: int) -> _Cached:
@@ -154,14 +185,13 @@ class Tracker:
         interactions: Iterable[Interaction],
         catalogs: Callable[[str], CatalogModel],
     ) -> tuple[list[Interaction], int]:
-        """Store interactions and update learner states.
+        """Store interactions and advance the learners' revisions.
 
         Returns the interactions that changed anything (new keys and overwrites
-        with other content) and how many of them were new keys.
-
-        Must be called inside ``store.atomic()``: the caller's transaction
-        covers the events, the revision documents and its own writes. Within
-        one call, the last version of a key wins.
+        with other content) and how many of them were new keys. Must be called
+        inside ``store.atomic()``: the caller's transaction covers the events,
+        the revision documents and its own writes. Within one call, the last
+        version of a key wins.
         """
         latest_version: dict[tuple[str, str, str, str], Interaction] = {}
         for interaction in interactions:
@@ -172,47 +202,43 @@ class Tracker:
         changed: list[Interaction] = []
         rewrites: set[tuple[str, str]] = set()
         for key, interaction in latest_version.items():
-            doc = interaction.to_doc()
             before = existing.get(key)
             if before is not None:
-                if _same_event(before, doc):
+                if _same_event(before, interaction.to_doc()):
                     continue
                 rewrites.add((interaction.user_id, interaction.catalog_id))
             changed.append(interaction)
         if not changed:
             return [], 0
         new = sum(1 for i in changed if i.key not in existing)
-        self.store.put_many("events", app, [(i.key, i.to_doc()) for i in changed])
 
         by_learner: dict[tuple[str, str], list[Interaction]] = {}
         for interaction in changed:
             by_learner.setdefault((interaction.user_id, interaction.catalog_id), []).append(interaction)
-        revisions = []
         with self._lock:
+            self.store.put_many("events", app, [(i.key, i.to_doc()) for i in changed])
+            revisions = self._revisions(app, by_learner)
+            updates = []
             for (user, catalog_id), group in by_learner.items():
-                catalog = catalogs(catalog_id)
-                current = self.state(app, user, catalog)
-                group.sort(key=lambda i: (i.timestamp, i.item_id))
-                revision = current.revision + 1
-                oldest = group[0].timestamp.timestamp()
-                if (user, catalog_id) in rewrites or oldest < current.latest:
-                    entry = self._replay(catalog, self.history(app, user, catalog_id), revision)
+                revision = revisions.get((user, catalog_id), 0)
+                cache_key = (app, user, catalog_id)
+                cached = self._cache.get(cache_key)
+                if cached is not None and cached.revision == revision and (user, catalog_id) not in rewrites:
+                    entry = _Cached(
+                        revision + 1,
+                        cached.fingerprint,
+                        cached.state,
+                        cached.latest,
+                        cached.last_attempt,
+                        cached.pending + tuple(group),
+                    )
                 else:
-                    events = [e for e in (catalog.to_event(i) for i in group) if e is not None]
-                    state = catalog.model.update_many(current.state, events)
-                    last = events[-1] if events else None
-                    last_attempt = current.last_attempt
-                    if last is not None:
-                        last_attempt = (
-                            (last.item, last.score)
-                            if last.kind == "attempt" and last.score is not None
-                            else None
-                        )
-                    latest = max(current.latest, group[-1].timestamp.timestamp())
-                    entry = _Cached(revision, catalog.fingerprint, state, latest, last_attempt)
-                self._remember((app, user, catalog_id), entry)
-                revisions.append(((user, catalog_id), {"rev": revision}))
-            self.store.put_many("learners", app, revisions)
+                    # rebuilt from the stored history when next read
+                    fingerprint = catalogs(catalog_id).fingerprint
+                    entry = _Cached(revision + 1, fingerprint, None, -math.inf, None)
+                self._remember(cache_key, entry)
+                updates.append(((user, catalog_id), {"rev": revision + 1}))
+            self.store.put_many("learners", app, updates)
         return changed, new
 
     def forget(self) -> None:

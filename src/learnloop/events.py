@@ -9,19 +9,23 @@ key posted again replaces the earlier version.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PlainValidator
 
 from learnloop._types import Identifier
 
 __all__ = [
     "AttemptEvent",
     "ContextAttemptEvent",
+    "ContextEvent",
     "ContextSkipEvent",
     "ContextViewTheoryEvent",
     "Interaction",
+    "PlainEvent",
     "SkipEvent",
     "ViewTheoryEvent",
     "format_timestamp",
@@ -57,16 +61,21 @@ def format_timestamp(moment: datetime) -> str:
     >>> format_timestamp(parse_timestamp("2024-05-01T10:00:00.5+02:00"))
     '2024-05-01T08:00:00.500Z'
     """
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    m = moment.astimezone(UTC)
+    return (
+        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}."
+        f"{m.microsecond // 1000:03d}Z"
+    )
 
 
-def _timestamp(value: str) -> str:
-    parse_timestamp(value)
-    return value
+def _timestamp(value: Any) -> datetime:
+    if not isinstance(value, (str, datetime)):
+        raise ValueError(f"not an ISO 8601 timestamp: {value!r}")
+    return parse_timestamp(value)
 
 
-Timestamp = Annotated[str, AfterValidator(_timestamp)]
+#: An ISO 8601 string in, an aware UTC datetime out.
+Timestamp = Annotated[datetime, PlainValidator(_timestamp, json_schema_input_type=str)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 _CLOSED = ConfigDict(extra="forbid", frozen=True)
 
@@ -123,10 +132,13 @@ ContextEvent = Annotated[
 ]
 
 
-class Interaction(BaseModel):
-    """An event in normalised form, as stored and as the learner model sees it."""
+@dataclass(frozen=True, slots=True)
+class Interaction:
+    """An event in normalised form, as stored and as the learner model sees it.
 
-    model_config = _CLOSED
+    ``stamp`` is the canonical form of ``timestamp`` (see :func:`format_timestamp`)
+    and ``epoch`` its value in seconds; both are derived on creation.
+    """
 
     kind: Literal["attempt", "skip", "view_theory"]
     user_id: str
@@ -138,16 +150,49 @@ class Interaction(BaseModel):
     time_spent_ms: int | None = None
     fraction_completed: float | None = None
     session_id: str | None = None
+    stamp: str = field(init=False, repr=False, compare=False)
+    epoch: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stamp", format_timestamp(self.timestamp))
+        object.__setattr__(self, "epoch", self.timestamp.timestamp())
 
     @property
     def key(self) -> tuple[str, str, str, str]:
         """The dedupe key (user, catalog, item, canonical timestamp)."""
-        return (self.user_id, self.catalog_id, self.item_id, format_timestamp(self.timestamp))
+        return (self.user_id, self.catalog_id, self.item_id, self.stamp)
 
     def to_doc(self) -> dict[str, Any]:
-        doc = self.model_dump(mode="json", exclude_none=True)
-        doc["timestamp"] = format_timestamp(self.timestamp)
+        """The stored document (absent optional fields left out)."""
+        doc: dict[str, Any] = {
+            "kind": self.kind,
+            "user_id": self.user_id,
+            "catalog_id": self.catalog_id,
+            "item_id": self.item_id,
+            "topic_id": self.topic_id,
+            "timestamp": self.stamp,
+        }
+        for name in ("score", "time_spent_ms", "fraction_completed", "session_id"):
+            value = getattr(self, name)
+            if value is not None:
+                doc[name] = value
         return doc
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> Interaction:
+        """The inverse of :meth:`to_doc`."""
+        return cls(
+            kind=doc["kind"],
+            user_id=doc["user_id"],
+            catalog_id=doc["catalog_id"],
+            item_id=doc["item_id"],
+            topic_id=doc["topic_id"],
+            timestamp=parse_timestamp(doc["timestamp"]),
+            score=doc.get("score"),
+            time_spent_ms=doc.get("time_spent_ms"),
+            fraction_completed=doc.get("fraction_completed"),
+            session_id=doc.get("session_id"),
+        )
 
     @classmethod
     def from_event(
@@ -166,18 +211,9 @@ class Interaction(BaseModel):
             catalog_id=catalog_id,
             item_id=item_id,
             topic_id=topic_id,
-            timestamp=parse_timestamp(event.timestamp),
+            timestamp=event.timestamp,
             score=getattr(event, "score", None),
             time_spent_ms=getattr(event, "time_spent_ms", None),
             fraction_completed=getattr(event, "fraction_completed", None),
             session_id=session_id,
         )
-
-
-def require_score(interaction: Interaction, *, scorable: bool, where: str) -> list[str]:
-    """The problems of an attempt on a scorable item that carries no score."""
-    if interaction.kind == "attempt" and scorable and interaction.score is None:
-        return [f"{where}: attempt on scorable item '{interaction.item_id}' needs a score"]
-    return []
-
-

@@ -39,7 +39,7 @@ def check_key(table: str, key: Key) -> None:
     width = TABLES.get(table)
     if width is None:
         raise KeyError(f"unknown table '{table}'")
-    if len(key) != width or not all(isinstance(k, str) for k in key):
+    if len(key) != width or any(k.__class__ is not str and not isinstance(k, str) for k in key):
         raise ValueError(f"table '{table}' needs a key of {width} strings, got {key!r}")
 
 

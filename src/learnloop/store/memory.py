@@ -35,11 +35,35 @@ class MemoryStore:
         self._seq = _counter(1)
         self._lock = threading.RLock()
         self._undo: list[tuple[tuple[str, str], Key, object]] | None = None
+        # (table, app) -> key prefix (first one or two parts) -> keys under it, for prefix scans
+        self._groups: dict[tuple[str, str], dict[Key, set[Key]]] = {}
 
     def _table(self, table: str, app: str) -> dict[Key, tuple[int, bytes]]:
         if table not in TABLES:
             raise KeyError(f"unknown table '{table}'")
         return self._data.setdefault((table, app), {})
+
+    def _indexed(self, where: tuple[str, str], key: Key, present: bool) -> None:
+        """Keep the prefix groups in step with one key's presence."""
+        groups = self._groups.setdefault(where, {})
+        for n in range(1, min(len(key), 3)):
+            if present:
+                groups.setdefault(key[:n], set()).add(key)
+            else:
+                members = groups.get(key[:n])
+                if members is not None:
+                    members.discard(key)
+                    if not members:
+                        del groups[key[:n]]
+
+    def _under(self, table: str, app: str, prefix: Key) -> list[tuple[Key, tuple[int, bytes]]]:
+        """Rows under ``prefix`` (unordered), through the prefix groups when they apply."""
+        rows = self._table(table, app)
+        n = len(prefix)
+        if n == 0:
+            return list(rows.items())
+        group = self._groups.get((table, app), {}).get(prefix[: min(n, 2)], set())
+        return [(key, rows[key]) for key in group if key[:n] == prefix]
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -64,8 +88,10 @@ class MemoryStore:
             rows = self._data[where]
             if previous is _ABSENT:
                 rows.pop(key, None)
+                self._indexed(where, key, False)
             else:
                 rows[key] = previous  # type: ignore[assignment]
+                self._indexed(where, key, True)
         del self._undo[mark:]
 
     def _remember(self, where: tuple[str, str], rows: dict[Key, tuple[int, bytes]], key: Key) -> None:
@@ -95,16 +121,15 @@ class MemoryStore:
         check_prefix(table, prefix)
         n = len(prefix)
         with self._lock:
-            rows = [(key, row) for key, row in self._table(table, app).items() if key[:n] == prefix]
+            rows = self._under(table, app, prefix)
         rows.sort(key=(lambda kr: kr[0]) if order == "key" else (lambda kr: kr[1][0]))
         return iter([(key, decode_doc(row[1])) for key, row in rows])
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         prefix = tuple(prefix)
         check_prefix(table, prefix)
-        n = len(prefix)
         with self._lock:
-            return sorted(key for key in self._table(table, app) if key[:n] == prefix)
+            return sorted(key for key, _ in self._under(table, app, prefix))
 
     def count(self, table: str, app: str, prefix: Key = ()) -> int:
         prefix = tuple(prefix)
@@ -113,8 +138,7 @@ class MemoryStore:
             rows = self._table(table, app)
             if not prefix:
                 return len(rows)
-            n = len(prefix)
-            return sum(1 for key in rows if key[:n] == prefix)
+            return len(self._under(table, app, prefix))
 
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
         prepared = []
@@ -127,6 +151,8 @@ class MemoryStore:
             target = self._table(table, app)
             for key, blob in prepared:
                 self._remember(where, target, key)
+                if key not in target:
+                    self._indexed(where, key, True)
                 target[key] = (next(self._seq), blob)
 
     def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
@@ -141,15 +167,15 @@ class MemoryStore:
                 if key in target:
                     self._remember(where, target, key)
                     del target[key]
+                    self._indexed(where, key, False)
                     deleted.append(key)
             return deleted
 
     def delete_prefix(self, table: str, app: str, prefix: Key) -> int:
         prefix = tuple(prefix)
         check_prefix(table, prefix)
-        n = len(prefix)
         with self._lock:
-            keys = [key for key in self._table(table, app) if key[:n] == prefix]
+            keys = [key for key, _ in self._under(table, app, prefix)]
             return len(self.delete_many(table, app, keys))
 
     def close(self) -> None:

@@ -111,14 +111,21 @@ class SQLiteStore:
         check_prefix(table, ())
         width = TABLES[table]
         wanted = [self._params(table, tuple(key)) for key in keys]
-        if width > 1:
-            out: dict[Key, Doc] = {}
-            for params in wanted:
-                doc = self.get(table, app, params[:width])
-                if doc is not None:
-                    out[params[:width]] = doc
-            return out
         found: dict[Key, Doc] = {}
+        if width > 1:
+            step = max(1, _CHUNK // 4)
+            with self._lock:
+                for at in range(0, len(wanted), step):
+                    chunk = wanted[at : at + step]
+                    marks = ", ".join("(?, ?, ?, ?)" for _ in chunk)
+                    rows = self._conn.execute(
+                        f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ? AND (k1, k2, k3, k4) IN "
+                        f"(VALUES {marks})",
+                        (app, *(part for params in chunk for part in params)),
+                    ).fetchall()
+                    for row in rows:
+                        found[tuple(row[:width])] = decode_doc(row[4])
+            return found
         with self._lock:
             for at in range(0, len(wanted), _CHUNK):
                 chunk = [params[0] for params in wanted[at : at + _CHUNK]]
