@@ -28,6 +28,17 @@ EXPECTED = {
         "compile_filter",
         "validate_catalog",
     ],
+    "learnloop.plot": [
+        "ReliabilityBins",
+        "by_opportunity",
+        "learning_curves",
+        "padded",
+        "reliability_bins",
+        "reliability_diagram",
+        "topic_graph",
+        "topic_layout",
+        "topic_mastery",
+    ],
     "learnloop.store": ["Doc", "Key", "MemoryStore", "SQLiteStore", "Store", "TABLES"],
     "learnloop.testing": [
         "Answer",
