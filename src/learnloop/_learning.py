@@ -89,6 +89,7 @@ class LearningMixin:
         self._tracker = Tracker(self.store)
         self._models: dict[tuple[str, str], tuple[Any, int, CatalogModel]] = {}
         self._masks: OrderedDict[tuple[str, str, str, str], BoolArray] = OrderedDict()
+        self._specs: OrderedDict[tuple[str, str], SessionSpec] = OrderedDict()
         self._secret = secret
         self._signer_obj: ContextSigner | None = None
         self._signer_lock = threading.Lock()
@@ -140,13 +141,23 @@ class LearningMixin:
             return mask
 
     def _status(self, model: CatalogModel, entry: _Cached, mask: BoolArray, p: np.ndarray) -> UserStatus:
-        status = model.model.status(entry.state, mask, p_correct=p)
-        last = status.last_interaction_timestamp
+        """The v2 status over ``mask`` (the figures of :meth:`LearnerModel.status`, by dot products)."""
+        state = entry.state
+        n = np.count_nonzero(mask)
+        scorable = mask & model.index.scorable
+        n_scorable = np.count_nonzero(scorable)
+        proficiency = float(np.dot(p, scorable)) / n_scorable if n_scorable else None
+        progress = float(np.dot(model.model.credit(state), mask)) / n if n else 0.0
+        time_spent = int(np.dot(state.time_spent_ms, mask))
+        stamps = state.last_timestamp
+        last = float(np.max(stamps, where=mask & ~np.isnan(stamps), initial=-np.inf))
         return UserStatus(
-            progress=status.progress,
-            proficiency=status.proficiency,
-            time_spent_ms=status.time_spent_ms,
-            last_interaction_timestamp=None if last is None else format_timestamp(datetime.fromtimestamp(last, UTC)),
+            progress=progress,
+            proficiency=proficiency,
+            time_spent_ms=time_spent,
+            last_interaction_timestamp=(
+                None if last == -np.inf else format_timestamp(datetime.fromtimestamp(last, UTC))
+            ),
         )
 
     def _view(self: Engine, model: CatalogModel, entry: _Cached, p: np.ndarray) -> LearnerView:
@@ -428,10 +439,17 @@ class LearningMixin:
     def session(self: Engine, session_context: str, *, app: str = "default") -> SessionState:
         """The stored state of the session a context names."""
         payload = self._signer.verify(session_context, app=app, kind="s")
-        doc = self.store.get("sessions", app, (payload["id"],))
+        session_id = payload["id"]
+        doc = self.store.get("sessions", app, (session_id,))
         if doc is None:
             raise ContextError("stale session context: the session no longer exists")
-        return SessionState.from_doc(dict(doc))  # type: ignore[arg-type]
+        spec = self._specs.get((app, session_id))
+        state = SessionState.from_doc(dict(doc), spec=spec)  # type: ignore[arg-type]
+        if spec is None:
+            self._specs[(app, session_id)] = state.spec
+            while len(self._specs) > 4096:
+                self._specs.popitem(last=False)
+        return state
 
     def _session_rng(self: Engine, session: SessionState) -> np.random.Generator:
         seed = self.seed if self.seed is not None else int.from_bytes(hashlib.sha256(session.session_id.encode()).digest()[:8], "big")
@@ -521,10 +539,9 @@ class LearningMixin:
         rng = self._session_rng(session)
         if isinstance(policy, AssessPolicy):
             administered = np.zeros(index.n_items, dtype=bool)
-            for item_id in session.assessed:
-                found = index.item_positions.get(item_id)
-                if found is not None:
-                    administered[found] = True
+            found = [p for p in map(index.item_positions.get, session.assessed) if p is not None]
+            if found:
+                administered[np.concatenate(found)] = True
             pick = policy.select(view, eligible, previous=previous, rng=rng, administered=administered)
         else:
             pick = policy.select(view, eligible, previous=previous, rng=rng)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop._types import BoolArray
-from learnloop.recommend.view import LearnerView, required_prerequisites
+from learnloop.recommend.view import LearnerView, ready_topics, required_prerequisites
 
 __all__ = ["AssessPolicy", "LearnPolicy", "Pick", "Policy", "ReviewPolicy", "policy_for"]
 
@@ -103,7 +103,7 @@ class LearnPolicy(Policy):
             threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak
         )
         needs = required_prerequisites(index)
-        ready_topic = np.array([bool(mastered[req].all()) for req in needs], dtype=bool)
+        ready_topic = ready_topics(index, mastered)
         ready = candidates & ready_topic[index.item_topic]
 
         # a little seeded exploration among ready content

@@ -101,10 +101,11 @@ class SessionState:
         }
 
     @classmethod
-    def from_doc(cls, doc: dict[str, Any]) -> SessionState:
+    def from_doc(cls, doc: dict[str, Any], *, spec: SessionSpec | None = None) -> SessionState:
+        """The inverse of :meth:`to_doc`; ``spec`` may be given when already parsed."""
         return cls(
             session_id=doc["session_id"],
-            spec=SessionSpec.model_validate(doc["spec"]),
+            spec=SessionSpec.model_validate(doc["spec"]) if spec is None else spec,
             started_at=parse_timestamp(doc["started_at"]),
             interaction_count=doc["interaction_count"],
             last_event_at=None if doc["last_event_at"] is None else parse_timestamp(doc["last_event_at"]),

@@ -11,7 +11,15 @@ import numpy as np
 from learnloop._types import BoolArray, FloatArray, IntArray
 from learnloop.content import CatalogIndex
 
-__all__ = ["LearnerView", "required_prerequisites", "subtree_sums", "topic_subtree_end"]
+__all__ = [
+    "LearnerView",
+    "TopicStructure",
+    "ready_topics",
+    "required_prerequisites",
+    "subtree_sums",
+    "topic_structure",
+    "topic_subtree_end",
+]
 
 
 def subtree_sums(index: CatalogIndex, values: FloatArray) -> FloatArray:
@@ -20,44 +28,89 @@ def subtree_sums(index: CatalogIndex, values: FloatArray) -> FloatArray:
     return prefix[index.topic_end] - prefix[index.topic_start]
 
 
-_PREREQ_CACHE: weakref.WeakKeyDictionary[CatalogIndex, tuple[IntArray, ...]] = weakref.WeakKeyDictionary()
+@dataclass(frozen=True, eq=False)
+class TopicStructure:
+    """What the policies need of a catalog's topic graph, as flat arrays (built once per catalog).
+
+    ``requirements``: for each topic, the topics it needs mastered first (its own
+    prerequisites and its ancestors'), flattened as ``(req_owner, req_topic)``
+    pairs; ``leaf_owner``/``leaf_topic`` pair each topic with the leaf topics
+    holding exercises in its subtree; ``scorable_count`` counts each subtree's
+    scorable items.
+    """
+
+    requirements: tuple[IntArray, ...]
+    req_owner: IntArray
+    req_topic: IntArray
+    leaf_owner: IntArray
+    leaf_topic: IntArray
+    subtree_end: IntArray
+    scorable_count: FloatArray
 
 
-def required_prerequisites(index: CatalogIndex) -> tuple[IntArray, ...]:
-    """For each topic, the topics it needs mastered first: its own prerequisites and its ancestors'."""
-    cached = _PREREQ_CACHE.get(index)
-    if cached is not None:
-        return cached
-    direct: list[list[int]] = [[] for _ in range(index.n_topics)]
-    for pre, post in index.prerequisite_edges.tolist():
-        direct[post].append(pre)
-    out: list[IntArray] = []
-    for t in range(index.n_topics):
-        needed = set(direct[t])
-        for ancestor in index.topic_ancestors(t):
-            needed.update(direct[ancestor])
-        out.append(np.asarray(sorted(needed), dtype=np.int32))
-    result = tuple(out)
-    _PREREQ_CACHE[index] = result
-    return result
+_STRUCTURE_CACHE: weakref.WeakKeyDictionary[CatalogIndex, TopicStructure] = weakref.WeakKeyDictionary()
 
 
-_SUBTREE_CACHE: weakref.WeakKeyDictionary[CatalogIndex, IntArray] = weakref.WeakKeyDictionary()
-
-
-def topic_subtree_end(index: CatalogIndex) -> IntArray:
-    """Topics are in pre-order, so topic ``t``'s subtree is topics ``t .. end[t]-1``."""
-    cached = _SUBTREE_CACHE.get(index)
+def topic_structure(index: CatalogIndex) -> TopicStructure:
+    """The (cached) :class:`TopicStructure` of a compiled catalog."""
+    cached = _STRUCTURE_CACHE.get(index)
     if cached is not None:
         return cached
     n = index.n_topics
+    direct: list[list[int]] = [[] for _ in range(n)]
+    for pre, post in index.prerequisite_edges.tolist():
+        direct[post].append(pre)
+    requirements: list[IntArray] = []
+    for t in range(n):
+        needed = set(direct[t])
+        for ancestor in index.topic_ancestors(t):
+            needed.update(direct[ancestor])
+        requirements.append(np.asarray(sorted(needed), dtype=np.int64))
     end = np.arange(1, n + 1, dtype=np.int64)
     for t in range(n - 1, -1, -1):
         parent = int(index.topic_parent[t])
         if parent >= 0 and end[t] > end[parent]:
             end[parent] = end[t]
-    _SUBTREE_CACHE[index] = end
-    return end
+    scorable_count = subtree_sums(index, index.scorable.astype(np.float64))
+    is_leaf = end - np.arange(n) == 1
+    owners: list[int] = []
+    leaves: list[int] = []
+    for t in range(n):
+        if not is_leaf[t]:
+            for c in range(t + 1, int(end[t])):
+                if is_leaf[c] and scorable_count[c] > 0:
+                    owners.append(t)
+                    leaves.append(c)
+    structure = TopicStructure(
+        requirements=tuple(requirements),
+        req_owner=np.repeat(np.arange(n, dtype=np.int64), [r.size for r in requirements]),
+        req_topic=np.concatenate(requirements) if requirements else np.zeros(0, dtype=np.int64),
+        leaf_owner=np.asarray(owners, dtype=np.int64),
+        leaf_topic=np.asarray(leaves, dtype=np.int64),
+        subtree_end=end,
+        scorable_count=scorable_count,
+    )
+    _STRUCTURE_CACHE[index] = structure
+    return structure
+
+
+def required_prerequisites(index: CatalogIndex) -> tuple[IntArray, ...]:
+    """For each topic, the topics it needs mastered first: its own prerequisites and its ancestors'."""
+    return topic_structure(index).requirements
+
+
+def topic_subtree_end(index: CatalogIndex) -> IntArray:
+    """Topics are in pre-order, so topic ``t``'s subtree is topics ``t .. end[t]-1``."""
+    return topic_structure(index).subtree_end
+
+
+def ready_topics(index: CatalogIndex, mastered: BoolArray) -> BoolArray:
+    """Topics whose every requirement is mastered."""
+    structure = topic_structure(index)
+    unmet = np.bincount(
+        structure.req_owner, weights=(~mastered[structure.req_topic]).astype(np.float64), minlength=index.n_topics
+    )
+    return unmet == 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,17 +134,28 @@ class LearnerView:
     last_failed: int | None = None
 
     @cached_property
+    def _sums(self) -> FloatArray:
+        """Subtree sums of attempts, of scorable predicted success and of items not yet done."""
+        index = self.index
+        done = (self.attempts > 0) | (self.viewed >= 1.0)
+        stacked = np.empty((3, index.n_items + 1))
+        stacked[:, 0] = 0.0
+        stacked[0, 1:] = self.attempts
+        np.multiply(self.p_correct, index.scorable, out=stacked[1, 1:])
+        stacked[2, 1:] = ~done
+        np.cumsum(stacked, axis=1, out=stacked)
+        return stacked[:, index.topic_end] - stacked[:, index.topic_start]
+
+    @property
     def topic_attempts(self) -> FloatArray:
-        return subtree_sums(self.index, self.attempts.astype(np.float64))
+        return self._sums[0]
 
     @cached_property
     def topic_skill(self) -> FloatArray:
         """Mean predicted success over each topic's scorable items (NaN when it has none)."""
-        scorable = self.index.scorable.astype(np.float64)
-        total = subtree_sums(self.index, np.where(self.index.scorable, self.p_correct, 0.0))
-        count = subtree_sums(self.index, scorable)
+        count = topic_structure(self.index).scorable_count
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(count > 0, total / np.maximum(count, 1.0), np.nan)
+            return np.where(count > 0, self._sums[1] / np.maximum(count, 1.0), np.nan)
 
     def streaks(self, *, length: int, success: float = 0.8) -> BoolArray:
         """Leaf topics whose ``length`` most recently attempted items were all answered well."""
@@ -123,18 +187,18 @@ class LearnerView:
         """
         index = self.index
         skill = self.topic_skill
-        done = (self.attempts > 0) | (self.viewed >= 1.0)
-        all_done = subtree_sums(index, (~done).astype(np.float64)) == 0
+        all_done = self._sums[2] == 0
         with np.errstate(invalid="ignore"):
             by_skill = (skill >= threshold) & (self.topic_attempts >= min_attempts)
         mastered = np.where(np.isnan(skill), all_done, by_skill | self.streaks(length=streak))
-        # a parent is mastered when every sub-topic that holds exercises is
-        end = topic_subtree_end(index)
-        has_exercises = ~np.isnan(skill)
-        for t in range(index.n_topics - 1, -1, -1):
-            if end[t] - t > 1 and not mastered[t]:
-                children = np.arange(t + 1, end[t])
-                leaves = children[(end[children] - children == 1) & has_exercises[children]]
-                if leaves.size and bool(mastered[leaves].all()):
-                    mastered[t] = True
+        # a topic with sub-topics is mastered when every leaf below it that holds exercises is
+        structure = topic_structure(index)
+        if structure.leaf_owner.size:
+            unmet = np.bincount(
+                structure.leaf_owner,
+                weights=(~mastered[structure.leaf_topic]).astype(np.float64),
+                minlength=index.n_topics,
+            )
+            has_leaves = np.bincount(structure.leaf_owner, minlength=index.n_topics) > 0
+            mastered |= has_leaves & (unmet == 0)
         return mastered
