@@ -11,7 +11,7 @@ import pytest
 # Update these lists on purpose when the public surface changes.
 EXPECTED = {
     "learnloop": ["Engine", "Limits", "__version__"],
-    "learnloop.api": ["ApiResponse", "V2Api"],
+    "learnloop.api": ["ApiResponse", "V1Api", "V1Limits", "V2Api"],
     "learnloop.content": [
         "Catalog",
         "CatalogIndex",
@@ -88,6 +88,7 @@ def test_public_classes_say_where_they_live() -> None:
     from learnloop import api, content, store
 
     assert learnloop.Engine.__module__ == "learnloop.engine"
+    assert api.V1Api.__module__ == "learnloop.api.v1"
     assert api.V2Api.__module__ == "learnloop.api.v2"
     assert content.Catalog.__module__ == "learnloop.content.catalog"
     assert store.SQLiteStore.__module__ == "learnloop.store.sqlite"
