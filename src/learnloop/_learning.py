@@ -65,8 +65,9 @@ ContextEvents = Iterable[ContextAttemptEvent | ContextSkipEvent | ContextViewThe
 
 
 #: Learner model settings of the engine (see :class:`~learnloop.tracing.LearnerModel`):
-#: learners improve with practice, so each answer moves the topic's ability by
-#: ``practice_gain`` logits and the belief widens by ``drift`` before each update.
+#: learners improve with practice, so each answer outside an assessment moves the
+#: topic's ability by ``practice_gain`` logits, and the belief widens by ``drift``
+#: before each update. Answers in an assess session count as evidence only.
 DEFAULT_LEARNER_OPTIONS: Mapping[str, Any] = {"practice_gain": 0.1, "drift": 0.05}
 
 
@@ -276,6 +277,21 @@ class LearningMixin:
         """
         canonical = [(u, c, i, format_timestamp(parse_timestamp(t))) for u, c, i, t in keys]
         return {tuple(k) for k in self.store.get_many("events", app, canonical)}  # type: ignore[misc]
+
+    def ability(
+        self: Engine, user_id: str, catalog_id: str, topic_id: str | None = None, *, app: str = "default"
+    ) -> tuple[float, float]:
+        """The posterior mean and standard deviation of a learner's ability (logits) on a
+        topic, or overall when ``topic_id`` is None."""
+        model = self.catalog_model(catalog_id, app=app)
+        state = self._tracker.state(app, user_id, model).state
+        if topic_id is None:
+            return model.model.overall(state)
+        topic = model.index.topic_index.get(topic_id)
+        if topic is None:
+            raise NotFoundError("topic", topic_id)
+        mean, sd = model.model.topic_beliefs(state)
+        return float(mean[topic]), float(sd[topic])
 
     def learner_view(self: Engine, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
         """What the policies see of a learner now (for notebooks and tests)."""
@@ -499,6 +515,7 @@ class LearningMixin:
                         item_id=rec["i"],
                         topic_id=rec["t"],
                         session_id=session.session_id,
+                        practice=spec.mode.type != "assess",
                     )
                 )
             if problems:

@@ -85,6 +85,7 @@ class CatalogModel:
             score=interaction.score,
             time_spent_ms=interaction.time_spent_ms or 0,
             fraction_completed=interaction.fraction_completed,
+            practice=interaction.practice,
         )
 
 

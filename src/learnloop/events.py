@@ -136,6 +136,9 @@ ContextEvent = Annotated[
 class Interaction:
     """An event in normalised form, as stored and as the learner model sees it.
 
+    ``practice`` is False for answers given in an assessment (no learning is
+    assumed from them).
+
     ``stamp`` is the canonical form of ``timestamp`` (see :func:`format_timestamp`)
     and ``epoch`` its value in seconds; both are derived on creation.
     """
@@ -150,6 +153,7 @@ class Interaction:
     time_spent_ms: int | None = None
     fraction_completed: float | None = None
     session_id: str | None = None
+    practice: bool = True
     stamp: str = field(init=False, repr=False, compare=False)
     epoch: float = field(init=False, repr=False, compare=False)
 
@@ -176,6 +180,8 @@ class Interaction:
             value = getattr(self, name)
             if value is not None:
                 doc[name] = value
+        if not self.practice:
+            doc["practice"] = False
         return doc
 
     @classmethod
@@ -192,6 +198,7 @@ class Interaction:
             time_spent_ms=doc.get("time_spent_ms"),
             fraction_completed=doc.get("fraction_completed"),
             session_id=doc.get("session_id"),
+            practice=doc.get("practice", True),
         )
 
     @classmethod
@@ -204,6 +211,7 @@ class Interaction:
         item_id: str,
         topic_id: str,
         session_id: str | None = None,
+        practice: bool = True,
     ) -> Interaction:
         return cls(
             kind=event.type,
@@ -216,4 +224,5 @@ class Interaction:
             time_spent_ms=getattr(event, "time_spent_ms", None),
             fraction_completed=getattr(event, "fraction_completed", None),
             session_id=session_id,
+            practice=practice,
         )

@@ -275,10 +275,16 @@ class ReviewPolicy(Policy):
 
 @dataclass(frozen=True, kw_only=True)
 class AssessPolicy(Policy):
-    """Maximum information with randomesque exposure control among the ``top_k`` best items."""
+    """Maximum information with randomesque exposure control.
+
+    The item is drawn at random among the ``top_k`` most informative items
+    whose information is within ``tolerance`` (relative) of the best, so that
+    exposure is spread without giving up measurement precision.
+    """
 
     name = "assess"
-    top_k: int = 3
+    top_k: int = 5
+    tolerance: float = 0.02
 
     def select(
         self,
@@ -303,12 +309,13 @@ class AssessPolicy(Policy):
         k = min(self.top_k, len(positions))
         best = np.argpartition(-info, k - 1)[:k] if k < len(positions) else np.arange(len(positions))
         best = best[np.argsort(-info[best], kind="stable")]
-        position = int(positions[best[rng.integers(k)]])
+        near = best[info[best] >= info[best[0]] * (1.0 - self.tolerance)]
+        position = int(positions[near[rng.integers(near.size)]])
         return Pick(
             position,
             "assessment",
             f"item of maximum information ({view.information[position]:.3f}; predicted success "
-            f"{view.p_correct[position]:.2f}) chosen at random among the {k} most informative",
+            f"{view.p_correct[position]:.2f}), drawn among the {near.size} most informative",
         )
 
 

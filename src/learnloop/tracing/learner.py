@@ -27,7 +27,10 @@ P(correct)``. The topic graph enters in two ways:
 Learning is modelled as a random walk: before each update the variance grows
 by ``drift``, and after an answer the topic's mean moves by ``practice_gain``
 logits (0 by default: set it to the expected gain per attempt of your
-learners, e.g. from the learning curves of past cohorts).
+learners, e.g. from the learning curves of past cohorts). The gain does not
+apply to an event marked ``practice=False`` (an assessment answer without
+feedback); the drift does, so the belief can still follow a learner who is
+changing.
 
 Each update is O(depth + successors), independent of the history length.
 Exact duplicates (same item and timestamp and content as that item's last
@@ -369,7 +372,7 @@ class LearnerModel:
                 score = float(event.score)
                 row[_SCORE] = score
         if score is not None:
-            self._update_ability(ability, topic, self._b[i], self._a[i], score)
+            self._update_ability(ability, topic, self._b[i], self._a[i], score, practice=event.practice)
             self._update_memory(memory, topic, score, ts)
         return True
 
@@ -383,20 +386,24 @@ class LearnerModel:
                 return float(ability[anc, 0]), float(ability[anc, 1]) + self.topic_var * level
         raise AssertionError("unreachable: the chain ends at the overall node")
 
-    def _update_ability(self, ability: FloatArray, topic: int, b: float, a: float, score: float) -> None:
+    def _update_ability(
+        self, ability: FloatArray, topic: int, b: float, a: float, score: float, *, practice: bool = True
+    ) -> None:
         targets = [(node, self.parent_weight) for node in self._chains[topic][1:]]
         targets.insert(0, (topic, 1.0))
         targets.extend((succ, self.prerequisite_weight) for succ in self._succ[topic])
         # read every prior before writing, so no node sees this answer twice
         priors = [self._belief(ability, node) for node, _ in targets]
+        drift = self.drift
         for (node, weight), (m, v) in zip(targets, priors, strict=True):
             if weight <= 0.0:
                 continue
-            m2, v2 = update_ability(m, v, b=b, score=score, a=a, weight=weight, drift=self.drift)
+            m2, v2 = update_ability(m, v, b=b, score=score, a=a, weight=weight, drift=drift)
             ability[node, 0] = m2
             ability[node, 1] = v2
             ability[node, 2] += weight
-        ability[topic, 0] += self.practice_gain
+        if practice:
+            ability[topic, 0] += self.practice_gain
 
     def _update_memory(self, memory: FloatArray, topic: int, score: float, ts: float) -> None:
         mem = None

@@ -149,7 +149,9 @@ class Event:
     item's own topic). ``timestamp`` is an aware datetime or epoch seconds.
     ``score`` is required for an attempt on a scorable item and ignored
     otherwise; ``fraction_completed`` applies to ``view_theory`` (None counts
-    as fully viewed).
+    as fully viewed). ``practice`` is False for an interaction the learner is
+    not expected to learn from (an assessment item without feedback): the
+    model's ``practice_gain`` is then not applied.
     """
 
     item: int
@@ -159,3 +161,4 @@ class Event:
     topic: int | None = None
     time_spent_ms: int = 0
     fraction_completed: float | None = None
+    practice: bool = True
