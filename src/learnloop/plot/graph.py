@@ -128,7 +128,8 @@ def topic_graph(
         mappable = plt.cm.ScalarMappable(cmap=colours, norm=plt.Normalize(0.0, 1.0))
         ax.figure.colorbar(mappable, ax=ax, label="mastery (predicted success)", shrink=0.8)
     ax.set_axis_off()
-    ys = [y for _, y in pos.values()]
+    xs, ys = [x for x, _ in pos.values()], [y for _, y in pos.values()]
+    ax.set_xlim(min(xs) - 0.7, max(xs) + 0.7)
     ax.set_ylim(min(ys) - 0.6, max(ys) + 0.4)
     if title is not None:
         ax.set_title(title)

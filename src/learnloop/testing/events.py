@@ -10,8 +10,8 @@ catalog for :meth:`Engine.upsert_events <learnloop.engine.Engine.upsert_events>`
 
 >>> from hypothesis import find
 >>> script = find(answers(min_size=3), lambda a: {x.kind for x in a} == {"attempt", "skip"})
->>> [a.kind for a in script]
-['attempt', 'attempt', 'skip']
+>>> len(script) >= 3, sorted({a.kind for a in script})
+(True, ['attempt', 'skip'])
 """
 
 from __future__ import annotations
@@ -155,8 +155,8 @@ def events(
     >>> from learnloop.testing import content
     >>> db, cat = find(content(), lambda drawn: True)
     >>> stream = find(events(cat, db), lambda e: len(e) == 2)
-    >>> [e.type for e in stream], stream[0].timestamp < stream[1].timestamp
-    (['attempt', 'attempt'], True)
+    >>> stream[0].catalog_id == cat.catalog_id, stream[0].timestamp < stream[1].timestamp
+    (True, True)
     """
     pool = dict(items) if isinstance(items, Mapping) else {i.item_id: i for i in items}
     refs = [(t.topic_id, r.item_id) for t in catalog.topics for r in t.item_refs or () if r.item_id in pool]
