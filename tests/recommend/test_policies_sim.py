@@ -11,6 +11,7 @@ import pytest
 
 from learnloop import Engine
 from learnloop.events import format_timestamp
+from learnloop.recommend import LearnPolicy
 from learnloop.recommend.view import required_prerequisites
 from learnloop.sim import SimClock, learner_for, run_session, sample_course, true_proficiency
 from learnloop.tracing import difficulty_to_b
@@ -109,7 +110,9 @@ def test_learn_never_enters_a_topic_before_its_prerequisites_while_a_ready_one_r
     def check(view: Any, rec: Any) -> None:
         if rec is None:
             return
-        mastered = view.mastered(threshold=0.8, min_attempts=2)
+        policy = LearnPolicy()
+        mastered = view.mastered(threshold=policy.mastery_threshold, min_attempts=policy.min_attempts,
+                                 streak=policy.streak)
         topic = index.topic_index[rec.topic_id]
         ready = np.array([bool(mastered[req].all()) for req in needs])
         if not ready[topic] and ready[index.item_topic].any():

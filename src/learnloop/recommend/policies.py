@@ -86,7 +86,7 @@ class LearnPolicy(Policy):
     name = "learn"
     target_success: float = 0.7
     mastery_threshold: float = 0.8
-    min_attempts: int = 2
+    min_attempts: int = 4
     streak: int = 0
     retention_threshold: float = 0.7
     exploration: float = 0.05
