@@ -98,12 +98,13 @@ def http_steps(engine: Engine, clock: SimClock, rng: np.random.Generator, n: int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="10x fewer stored events and steps")
+    parser.add_argument("--stores", default="memory,sqlite", help="comma-separated: memory, sqlite")
     args = parser.parse_args()
     n_topics, per_topic = 100, 100
     users, per_user, n_steps = (100, 100, 100) if args.quick else (1000, 100, 500)
     print(f"catalog: {n_topics * per_topic} items; stored events: {users * per_user}; steps per mode: {n_steps}")
     with tempfile.TemporaryDirectory() as tmp:
-        for store in ("memory", "sqlite"):
+        for store in args.stores.split(","):
             clock = SimClock()
             rng = np.random.default_rng(1)
             engine = Engine(seed=1, clock=clock) if store == "memory" else Engine.open(Path(tmp) / "b.db", seed=1, clock=clock)

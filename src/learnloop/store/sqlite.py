@@ -118,10 +118,13 @@ class SQLiteStore:
                 for at in range(0, len(wanted), step):
                     chunk = wanted[at : at + step]
                     marks = ", ".join("(?, ?, ?, ?)" for _ in chunk)
+                    # a join on the wanted keys, so each is one primary-key lookup
                     rows = self._conn.execute(
-                        f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ? AND (k1, k2, k3, k4) IN "
-                        f"(VALUES {marks})",
-                        (app, *(part for params in chunk for part in params)),
+                        f"WITH wanted(k1, k2, k3, k4) AS (VALUES {marks}) "
+                        f"SELECT t.k1, t.k2, t.k3, t.k4, t.v FROM wanted CROSS JOIN {table} AS t "
+                        "ON t.app = ? AND t.k1 = wanted.k1 AND t.k2 = wanted.k2 "
+                        "AND t.k3 = wanted.k3 AND t.k4 = wanted.k4",
+                        (*(part for params in chunk for part in params), app),
                     ).fetchall()
                     for row in rows:
                         found[tuple(row[:width])] = decode_doc(row[4])
