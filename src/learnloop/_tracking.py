@@ -16,7 +16,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -102,7 +102,7 @@ class _Cached:
     state: LearnerState | None
     latest: float  # epoch seconds of the latest applied event (-inf: none)
     last_attempt: tuple[int, float] | None  # (position, score) of the latest event when an attempt
-    pending: tuple[Interaction, ...] = ()
+    pending: list[Interaction] = field(default_factory=list)
 
 
 class Tracker:
@@ -225,13 +225,14 @@ class Tracker:
                 cache_key = (app, user, catalog_id)
                 cached = self._cache.get(cache_key)
                 if cached is not None and cached.revision == revision and (user, catalog_id) not in rewrites:
+                    cached.pending.extend(group)
                     entry = _Cached(
                         revision + 1,
                         cached.fingerprint,
                         cached.state,
                         cached.latest,
                         cached.last_attempt,
-                        cached.pending + tuple(group),
+                        cached.pending,
                     )
                 else:
                     # rebuilt from the stored history when next read

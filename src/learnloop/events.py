@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PlainValidator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt
 
 from learnloop._types import Identifier
 
@@ -68,14 +68,12 @@ def format_timestamp(moment: datetime) -> str:
     )
 
 
-def _timestamp(value: Any) -> datetime:
-    if not isinstance(value, (str, datetime)):
-        raise ValueError(f"not an ISO 8601 timestamp: {value!r}")
-    return parse_timestamp(value)
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-#: An ISO 8601 string in, an aware UTC datetime out.
-Timestamp = Annotated[datetime, PlainValidator(_timestamp, json_schema_input_type=str)]
+#: An ISO 8601 timestamp (a zone-less one is taken as UTC), as an aware UTC datetime.
+Timestamp = Annotated[datetime, AfterValidator(_utc)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 _CLOSED = ConfigDict(extra="forbid", frozen=True)
 
@@ -213,6 +211,7 @@ class Interaction:
         session_id: str | None = None,
         practice: bool = True,
     ) -> Interaction:
+        fields = event.__dict__
         return cls(
             kind=event.type,
             user_id=user_id,
@@ -220,9 +219,9 @@ class Interaction:
             item_id=item_id,
             topic_id=topic_id,
             timestamp=event.timestamp,
-            score=getattr(event, "score", None),
-            time_spent_ms=getattr(event, "time_spent_ms", None),
-            fraction_completed=getattr(event, "fraction_completed", None),
+            score=fields.get("score"),
+            time_spent_ms=fields.get("time_spent_ms"),
+            fraction_completed=fields.get("fraction_completed"),
             session_id=session_id,
             practice=practice,
         )

@@ -39,8 +39,11 @@ def check_key(table: str, key: Key) -> None:
     width = TABLES.get(table)
     if width is None:
         raise KeyError(f"unknown table '{table}'")
-    if len(key) != width or any(k.__class__ is not str and not isinstance(k, str) for k in key):
+    if len(key) != width:
         raise ValueError(f"table '{table}' needs a key of {width} strings, got {key!r}")
+    for part in key:
+        if part.__class__ is not str and not isinstance(part, str):
+            raise ValueError(f"table '{table}' needs a key of {width} strings, got {key!r}")
 
 
 def check_prefix(table: str, prefix: Key) -> None:
@@ -49,6 +52,9 @@ def check_prefix(table: str, prefix: Key) -> None:
         raise KeyError(f"unknown table '{table}'")
     if len(prefix) > width or not all(isinstance(k, str) for k in prefix):
         raise ValueError(f"table '{table}' needs a key prefix of at most {width} strings, got {prefix!r}")
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def encode_doc(doc: Doc) -> bytes:
@@ -68,7 +74,7 @@ def encode_doc(doc: Doc) -> bytes:
         return b"\x00" + bytes(doc)
     if not isinstance(doc, Mapping):
         raise TypeError(f"a document is a mapping or bytes, not {type(doc).__name__}")
-    return json.dumps(dict(doc), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _ENCODER.encode(doc if doc.__class__ is dict else dict(doc)).encode("utf-8")
 
 
 def decode_doc(blob: bytes) -> Doc:
