@@ -17,9 +17,9 @@ from learnloop.sim import SimClock, learner_for, run_session, sample_course, tru
 from learnloop.tracing import difficulty_to_b
 
 
-def course_engine(*, seed: int = 3, **course: Any) -> tuple[Engine, SimClock, str]:
+def course_engine(*, seed: int = 3, policies: dict[str, Any] | None = None, **course: Any) -> tuple[Engine, SimClock, str]:
     clock = SimClock()
-    engine = Engine(seed=seed, clock=clock)
+    engine = Engine(seed=seed, clock=clock, policies=policies)
     items, catalog = sample_course(**course)
     engine.upsert_items(items)
     engine.upsert_catalog(catalog)
@@ -132,8 +132,16 @@ def test_learn_moves_on_when_the_learner_succeeds() -> None:
     assert sum(r.reason.keyword == "content_progression" for r in recs) >= 20
 
 
-def test_learn_reinserts_the_theory_after_a_failure() -> None:
+def test_learn_opens_a_topic_with_its_theory() -> None:
     engine, clock, cid = course_engine()
+    recs = scripted(engine, clock, cid, user="u", mode="learn", steps=2, score=lambda i, t: 1.0)
+    assert recs[0].item_id == "ch1-t1-theory"
+    assert recs[0].reason.keyword == "content_progression"
+    assert recs[1].item_id.startswith("ch1-t1-q")
+
+
+def test_learn_reinserts_the_theory_after_a_failure() -> None:
+    engine, clock, cid = course_engine(policies={"learn": LearnPolicy(theory_first=False)})
     recs = scripted(engine, clock, cid, user="u", mode="learn", steps=3, score=lambda i, t: 0.0)
     assert recs[1].item_id == "ch1-t1-theory"
     assert recs[1].reason.keyword == "observed_knowledge_gap"

@@ -35,7 +35,7 @@ CATALOG = {
     "display_name": "Course",
     "topics": [
         {"topic_id": "root", "display_name": "Root", "child_topic_refs": [{"topic_id": "A"}, {"topic_id": "B"}]},
-        {"topic_id": "A", "display_name": "A", "item_refs": [{"item_id": i} for i in ("ta", "a1", "a2", "a3")]},
+        {"topic_id": "A", "display_name": "A", "item_refs": [{"item_id": i} for i in ("a1", "a2", "a3", "ta")]},
         {
             "topic_id": "B",
             "display_name": "B",

@@ -79,8 +79,9 @@ class LearnPolicy(Policy):
     ``min_attempts`` attempts, or after ``streak`` well-answered items in a row;
     a mastered topic whose predicted recall drops below ``retention_threshold``
     is re-inserted; ``exploration`` is the probability of a random ready item;
-    with ``theory_first`` a topic opens with its theory, otherwise theory is
-    served when an exercise linked to it is failed.
+    with ``theory_first`` a topic opens with the theory items the catalog places
+    before its first exercise; theory is also served when an exercise linked to
+    it is failed.
     """
 
     name = "learn"
@@ -90,7 +91,7 @@ class LearnPolicy(Policy):
     streak: int = 0
     retention_threshold: float = 0.7
     exploration: float = 0.05
-    theory_first: bool = False
+    theory_first: bool = True
 
     def select(
         self, view: LearnerView, eligible: BoolArray, *, previous: int | None, rng: np.random.Generator
@@ -151,11 +152,14 @@ class LearnPolicy(Policy):
     ) -> Pick:
         index = view.index
         name = index.topic_ids[topic]
-        theory = in_topic & index.is_theory & (view.viewed < 1.0) & (view.attempts == 0)
-        if self.theory_first and theory.any() and view.topic_attempts[topic] == 0:
-            position = _first(theory)
-            return Pick(position, "content_progression", f"starting topic '{name}' with its theory")
         exercises = in_topic & ~index.is_theory
+        if self.theory_first and view.topic_attempts[topic] == 0:
+            # theory the catalog places before the topic's first exercise opens the topic
+            first_exercise = _first(exercises) if exercises.any() else index.n_items
+            leading = np.flatnonzero(in_topic[:first_exercise] & index.is_theory[:first_exercise])
+            unread = leading[(view.viewed[leading] < 1.0) & (view.attempts[leading] == 0)]
+            if unread.size:
+                return Pick(int(unread[0]), "content_progression", f"starting topic '{name}' with its theory")
         pool = exercises if exercises.any() else in_topic
         position = _closest(view, pool, self.target_success)
         if not ready_is_known:
