@@ -22,6 +22,7 @@ from pydantic import TypeAdapter
 
 from learnloop._tracking import CatalogModel, Tracker, _Cached
 from learnloop._types import BoolArray
+from learnloop._validation import describe_validation_error, parse
 from learnloop.content import Filter, compile_filter
 from learnloop.errors import ContextError, LimitExceededError, NotFoundError, ValidationError
 from learnloop.events import (
@@ -242,7 +243,7 @@ class LearningMixin:
     ) -> list[UserStatus]:
         """The v2 status of a learner over each filter, in the order given."""
         model = self.catalog_model(catalog_id, app=app)
-        parsed = [f if f is None or isinstance(f, Filter) else Filter.model_validate(f) for f in filters]
+        parsed = [None if f is None else parse(Filter, f, where=f"filter_list[{k}]") for k, f in enumerate(filters)]
         masks = [self._mask(app, model, f) for f in parsed]
         entry = self._tracker.state(app, user_id, model)
         p = model.model.predict(entry.state)
@@ -321,7 +322,7 @@ class LearningMixin:
         model = self.catalog_model(catalog_id, app=app)
         index = model.index
         if mask is None:
-            parsed = filter if filter is None or isinstance(filter, Filter) else Filter.model_validate(filter)
+            parsed = None if filter is None else parse(Filter, filter, where="filter")
             mask = self._mask(app, model, parsed)
         elif mask.shape != (index.n_items,):
             raise ValidationError(f"mask must have {index.n_items} entries, got {mask.shape}")
@@ -425,7 +426,7 @@ class LearningMixin:
     # -- sessions -------------------------------------------------------------------------
     def create_session(self: Engine, spec: SessionSpec | Mapping[str, Any], *, app: str = "default") -> str:
         """Create an adaptive session; returns its opaque, signed ``session_context``."""
-        parsed = spec if isinstance(spec, SessionSpec) else SessionSpec.model_validate(spec)
+        parsed = parse(SessionSpec, spec)
         constraints = parsed.constraints or ()
         if len(constraints) > self.limits.max_constraints:
             raise ValidationError(
@@ -618,8 +619,7 @@ def _validated(adapter: TypeAdapter[list[Any]], kinds: tuple[type, ...], events:
         return adapter.validate_python([e.model_dump() if isinstance(e, kinds) else e for e in given])
     except pydantic.ValidationError as exc:
         raise ValidationError(
-            [f"events{''.join(f'[{p}]' if isinstance(p, int) else f'.{p}' for p in e['loc'])}: {e['msg']}"
-             for e in exc.errors(include_url=False)]
+            [p.replace("'", "'events", 1) for p in describe_validation_error(exc)]
         ) from None
 
 

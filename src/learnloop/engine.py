@@ -20,6 +20,7 @@ import numpy as np
 
 from learnloop._learning import LearningMixin
 from learnloop._types import BoolArray, Clock
+from learnloop._validation import parse
 from learnloop.content import (
     Catalog,
     CatalogIndex,
@@ -157,7 +158,7 @@ class Engine(LearningMixin):
     # -- items -------------------------------------------------------------------
     @staticmethod
     def _items(items: Iterable[Item | Mapping[str, Any]]) -> list[Item]:
-        parsed = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
+        parsed = [parse(Item, item, where=f"items[{k}]") for k, item in enumerate(items)]
         counts: dict[str, int] = {}
         for item in parsed:
             counts[item.item_id] = counts.get(item.item_id, 0) + 1
@@ -216,7 +217,7 @@ class Engine(LearningMixin):
         self, annotations: Iterable[ItemAnnotation | Mapping[str, Any]], *, app: str = DEFAULT_APP
     ) -> None:
         """Store item annotations (kept apart from the items, used offline only)."""
-        parsed = [a if isinstance(a, ItemAnnotation) else ItemAnnotation.model_validate(a) for a in annotations]
+        parsed = [parse(ItemAnnotation, a, where=f"item_annotations[{k}]") for k, a in enumerate(annotations)]
         with self._lock, self.store.atomic():
             self.store.put_many("annotations", app, [((a.item_id,), _dump(a)) for a in parsed])
 
@@ -226,7 +227,7 @@ class Engine(LearningMixin):
     # -- catalogs -----------------------------------------------------------------
     def upsert_catalog(self, catalog: Catalog | Mapping[str, Any], *, app: str = DEFAULT_APP) -> None:
         """Create or replace a catalog after checking every rule (all problems reported at once)."""
-        cat = catalog if isinstance(catalog, Catalog) else Catalog.model_validate(catalog)
+        cat = parse(Catalog, catalog)
         limits = self.limits
         if len(cat.topics) > limits.max_topics_per_catalog:
             raise LimitExceededError(
@@ -279,5 +280,5 @@ class Engine(LearningMixin):
         self, catalog_id: str, flt: Filter | Mapping[str, Any] | None, *, app: str = DEFAULT_APP
     ) -> BoolArray:
         """The boolean mask of a filter over the catalog's item order."""
-        parsed = flt if flt is None or isinstance(flt, Filter) else Filter.model_validate(flt)
+        parsed = None if flt is None else parse(Filter, flt, where="filter")
         return compile_filter(self.catalog_index(catalog_id, app=app), parsed)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from learnloop._http import ApiResponse, BodyError, decode_json_body, resolve_api_key
 from learnloop._types import Identifier
-from learnloop.api._validation import describe_validation_error
+from learnloop._validation import describe_validation_error
 from learnloop.content import Catalog, Filter, ItemDatabaseAnnotation, ItemList
 from learnloop.engine import Engine
 from learnloop.events import ContextEvent, PlainEvent

@@ -1,12 +1,16 @@
-"""Turning pydantic validation errors into messages that name the field."""
+"""Turning pydantic validation errors into messages that name the field (shared by the engine and the façades)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic
 
-__all__ = ["field_path", "describe_validation_error"]
+from learnloop.errors import ValidationError
+
+__all__ = ["describe_validation_error", "field_path", "parse"]
+
+_M = TypeVar("_M", bound=pydantic.BaseModel)
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:
@@ -37,6 +41,8 @@ def _describe(error: Any) -> str:
         return f"'{where}' is required"
     if kind == "extra_forbidden":
         return f"'{where}' is not a known field"
+    if kind == "too_short" and error.get("ctx", {}).get("min_length") == 1:
+        return f"'{where}' must not be an empty list"
     if kind == "string_pattern_mismatch":
         return f"'{where}' must match ^[a-zA-Z0-9_\\-:]{{1,128}}$, got {_shown(error['input'])}"
     return f"'{where}': {error['msg'][0].lower()}{error['msg'][1:]}, got {_shown(error.get('input'))}"
@@ -45,3 +51,26 @@ def _describe(error: Any) -> str:
 def describe_validation_error(exc: pydantic.ValidationError) -> list[str]:
     """One readable line per problem, each naming its field."""
     return [_describe(e) for e in exc.errors(include_url=False)]
+
+
+def parse(model: type[_M], value: Any, *, where: str = "") -> _M:
+    """``value`` as a ``model`` instance (returned as is when it already is one).
+
+    Raises :class:`~learnloop.errors.ValidationError` listing every problem, each
+    naming its field (prefixed with ``where``), instead of pydantic's own error.
+
+    >>> from learnloop.content import Filter
+    >>> parse(Filter, {"include_tags": []}, where="filter")
+    Traceback (most recent call last):
+    ...
+    learnloop.errors.ValidationError: 'filter.include_tags' must not be an empty list
+    """
+    if isinstance(value, model):
+        return value
+    try:
+        return model.model_validate(value)
+    except pydantic.ValidationError as exc:
+        problems = describe_validation_error(exc)
+        if where:
+            problems = [p.replace("'", f"'{where}.", 1) if p.startswith("'") else f"{where}: {p}" for p in problems]
+        raise ValidationError(problems) from None
