@@ -136,9 +136,12 @@ def labelled_examples(
     seed: int = 7,
     per_word: int = 1,
     corrected: bool = True,
-    reference: list[tuple[str, PhoneGop]] | None = None,
+    reference: list[tuple[str, str, PhoneGop]] | None = None,
 ) -> list[Example]:
-    """Correct and substituted examples; ``reference`` collects (word, phone) of the correct renditions."""
+    """Correct and substituted examples.
+
+    ``reference`` collects (voice, word, phone GOP) of every phone of the correct renditions.
+    """
     scorer = PronunciationScorer()
     model, lexicon = scorer.model, scorer.lexicon
     rng = random.Random(seed)
@@ -158,7 +161,7 @@ def labelled_examples(
             )
             good = gops_of(phones, phones)
             if good is not None and reference is not None:
-                reference.extend((word, g) for g in good)
+                reference.extend((voice, word, g) for g in good)
             for i, sub in subs:
                 bad = gops_of([*phones[:i], sub, *phones[i + 1 :]], phones)
                 for gops, said, correct in ((good, phones[i], True), (bad, sub, False)):
@@ -205,6 +208,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--voices", default=",".join(VOICES))
     parser.add_argument("--original-protocol", action="store_true", help="labels without the two rules")
+    parser.add_argument(
+        "--held-out-voice",
+        action="store_true",
+        help="also refit the calibration without each voice in turn and score that voice (slower)",
+    )
     args = parser.parse_args()
     voices = tuple(args.voices.split(","))
     from learnloop.voice.calibration import CALIBRATION
@@ -232,10 +240,40 @@ def main() -> None:
     s_bad = np.rint(100 * score(bad))
     print(f"correct phones: median score {np.median(s_ok):.0f}, {np.mean(s_ok >= 80):.0%} >= 80")
     print(f"substituted:    median score {np.median(s_bad):.0f}, {np.mean(s_bad < 60):.0%} < 60")
-    same = np.mean([e.sounds_like == e.substitute for e in bad])
-    cls = np.mean([(e.sounds_like in VOWELS) == (e.substitute in VOWELS) and e.sounds_like != e.phone for e in bad])
+    like = [CALIBRATION.sounds_like(e.phone, e.llr) for e in bad]  # as the scorer reports it
+    same = np.mean([k == e.substitute for k, e in zip(like, bad)])
+    cls = np.mean([(k in VOWELS) == (e.substitute in VOWELS) and k != e.phone for k, e in zip(like, bad)])
     print(f"sounds_like names the substitute: {same:.0%}; another phone of its class: {cls:.0%}")
     print(f"model load: {load:.2f} s; scoring {audio_s:.1f} s of audio took {spent:.2f} s: RTF {spent / audio_s:.3f}")
+    if args.held_out_voice:
+        held_out_voice(examples, voices)
+
+
+def held_out_voice(examples: list[Example], voices: tuple[str, ...]) -> None:
+    """A stricter protocol: calibrate on the calibration words of the *other* voices only."""
+    from learnloop.voice.calibration import fit_calibration
+
+    reference: list[tuple[str, str, PhoneGop]] = []
+    train = labelled_examples(CALIBRATION_WORDS, voices, seed=11, per_word=2, reference=reference)
+    scores: list[float] = []
+    labels: list[bool] = []
+    for v in voices:
+        fit = [e for e in train if e.voice != v]
+        ref = [g for rv, _, g in reference if rv != v]
+        cal = fit_calibration(
+            [e.phone for e in fit],
+            np.array([e.llr for e in fit]),
+            np.array([e.correct for e in fit], dtype=float),
+            reference=([g.phone for g in ref], np.array([g.llr for g in ref])),
+        )
+        test = [e for e in examples if e.voice == v]
+        p = cal.probability([cal.normalised_gop(e.phone, e.llr) for e in test])
+        y = np.array([e.correct for e in test])
+        print(f"  held-out voice {v:12s} AUC {auc(p[y], p[~y]):.3f}")
+        scores += list(p)
+        labels += list(y)
+    p, y = np.array(scores), np.array(labels)
+    print(f"AUC with each voice held out of the calibration: {auc(p[y], p[~y]):.3f}")
 
 
 if __name__ == "__main__":

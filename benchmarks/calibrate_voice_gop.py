@@ -37,14 +37,14 @@ FOLDS = 5
 
 
 def main() -> None:
-    reference: list[tuple[str, PhoneGop]] = []
+    reference: list[tuple[str, str, PhoneGop]] = []
     examples = labelled_examples(CALIBRATION_WORDS, VOICES, seed=11, per_word=2, reference=reference)
     phones = np.array([e.phone for e in examples])
     llrs = np.array([e.llr for e in examples])
     y = np.array([e.correct for e in examples], dtype=float)
-    ref_words = np.array([w for w, _ in reference])
-    ref_phones = np.array([g.phone for _, g in reference])
-    ref_llrs = np.array([g.llr for _, g in reference])
+    ref_words = np.array([w for _, w, _ in reference])
+    ref_phones = np.array([g.phone for _, _, g in reference])
+    ref_llrs = np.array([g.llr for _, _, g in reference])
     cal = fit_calibration(list(phones), llrs, y, reference=(list(ref_phones), ref_llrs))
     p = cal.probability([cal.normalised_gop(ph, v) for ph, v in zip(phones, llrs)])
     print(f"{len(examples)} labelled phones ({int(y.sum())} correct) and {len(reference)} reference phones "

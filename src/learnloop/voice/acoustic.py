@@ -26,7 +26,10 @@ import numpy as np
 
 from learnloop.errors import LearnloopError
 
-__all__ = ["AcousticModel", "SphinxModel", "default_model_dir"]
+__all__ = ["AcousticModel", "DensityCache", "SphinxModel", "default_model_dir"]
+
+DensityCache = dict[int, list[tuple[np.ndarray, np.ndarray]]]
+"""Gaussian densities of codebooks on one utterance's frames (see ``SphinxModel.senone_loglik``)."""
 
 _MAGIC = 0x11223344
 _WORD_POSITIONS = {"i": 0, "b": 1, "e": 2, "s": 3}  # internal, begin, end, single
@@ -293,11 +296,16 @@ class SphinxModel:
         return self.log_trans[self._mdef.phone_tmat[phone_id]]
 
     # -- scoring -----------------------------------------------------------------
-    def senone_loglik(self, features: np.ndarray, senones: np.ndarray) -> np.ndarray:
+    def senone_loglik(
+        self, features: np.ndarray, senones: np.ndarray, *, cache: DensityCache | None = None
+    ) -> np.ndarray:
         """Log-likelihood of each frame under each senone, shape ``(T, len(senones))``.
 
         ``features`` is ``(T, streams * dim)`` as made by :func:`learnloop.voice.features.mfcc_features`.
-        Only the codebooks the requested senones use are evaluated.
+        Only the codebooks the requested senones use are evaluated.  ``cache``
+        (a dict kept by the caller for *these* features only) keeps each
+        codebook's Gaussian densities, so that later calls on the same frames
+        only mix them.
         """
         senones = np.asarray(senones, dtype=np.int64)
         x = np.asarray(features, dtype=np.float32).reshape(len(features), self.n_streams, self.stream_dim)
@@ -306,15 +314,22 @@ class SphinxModel:
         for cb in np.unique(cbs):
             cols = np.nonzero(cbs == cb)[0]
             sen = senones[cols]
+            densities = None if cache is None else cache.get(int(cb))
+            if densities is None:
+                densities = [self._densities(x[:, f, :], int(cb), f) for f in range(self.n_streams)]
+                if cache is not None:
+                    cache[int(cb)] = densities
             total = np.zeros((len(x), len(cols)), dtype=np.float64)
-            for f in range(self.n_streams):
-                xf = x[:, f, :]
-                g = (xf * xf) @ self._quad_a[cb, f].T + xf @ self._quad_b[cb, f].T + self._quad_c[cb, f]
-                top = g.max(axis=1, keepdims=True)
-                p = np.exp(g - top)  # (T, k)
+            for f, (top, p) in enumerate(densities):
                 total += np.log(np.maximum(p @ self._weights[f][:, sen], 1e-30)) + top
             out[:, cols] = total
         return out
+
+    def _densities(self, xf: np.ndarray, cb: int, f: int) -> tuple[np.ndarray, np.ndarray]:
+        """One codebook's Gaussian densities on one stream, scaled: ``(top (T, 1), p (T, k))``."""
+        g = (xf * xf) @ self._quad_a[cb, f].T + xf @ self._quad_b[cb, f].T + self._quad_c[cb, f]
+        top = g.max(axis=1, keepdims=True)
+        return top, np.exp(g - top)
 
     def ci_senones(self) -> np.ndarray:
         """Senone ids of every CI phone, shape ``(n_ci, n_emit)``."""

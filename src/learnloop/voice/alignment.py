@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from learnloop.voice.acoustic import SphinxModel
+from learnloop.voice.acoustic import DensityCache, SphinxModel
 
 __all__ = ["AlignedPhone", "Alignment", "align"]
 
@@ -77,10 +77,13 @@ def align(
     model: SphinxModel,
     features: np.ndarray,
     words: Sequence[Sequence[tuple[str, ...]]],
+    *,
+    cache: DensityCache | None = None,
 ) -> Alignment | None:
     """Align ``features`` to the words (each a list of pronunciation variants).
 
     Returns ``None`` when no path fits (audio too short for the phrase).
+    ``cache`` is passed on to :meth:`SphinxModel.senone_loglik`.
     """
     n_frames = len(features)
     if not words or n_frames == 0:
@@ -151,7 +154,7 @@ def align(
 
     n_states = len(states_sen)
     unique_sen, sen_col = np.unique(np.asarray(states_sen), return_inverse=True)
-    ll = model.senone_loglik(features, unique_sen)[:, sen_col]  # (T, S)
+    ll = model.senone_loglik(features, unique_sen, cache=cache)[:, sen_col]  # (T, S)
     width = 1 + max(len(p) for p in preds)
     pred_idx = np.zeros((n_states, width), dtype=np.int64)
     pred_lp = np.full((n_states, width), _NEG)

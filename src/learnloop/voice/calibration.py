@@ -71,6 +71,20 @@ class Calibration:
         z[_COL[phone]] = np.inf
         return float(np.min(z))
 
+    def sounds_like(self, phone: str, llr: Sequence[float] | np.ndarray) -> str:
+        """What a phone sounds like: itself when it scores 50 or more, else the best other fit.
+
+        The best other fit is the candidate with the lowest ratio (the one
+        that fits the audio best); ``#`` when that is silence (no phoneme
+        was detected).
+        """
+        if float(self.probability(self.normalised_gop(phone, llr))) >= 0.5:
+            return phone
+        others = np.asarray(llr, dtype=np.float64).copy()
+        others[_COL[phone]] = np.inf
+        like = SCORING_PHONES[int(np.argmin(others))]
+        return "#" if like == "SIL" else like
+
     def probability(self, z: np.ndarray | float) -> np.ndarray:
         """Estimated probability that a phone of normalised GOP ``z`` was said right."""
         x = self.intercept + self.weight * np.asarray(z, dtype=np.float64)
@@ -145,7 +159,10 @@ def _pair_statistics(
         w = len(own) / (len(own) + prior)
         mean[r] = w * own.mean(axis=0) + (1 - w) * grand_mean
         var[r] = w * own.var(axis=0) + (1 - w) * grand_var
-    return mean, np.maximum(np.sqrt(var), _SD_FLOOR)
+    sd = np.maximum(np.sqrt(var), _SD_FLOOR)
+    own = (np.arange(len(PHONES)), [_COL[p] for p in PHONES])
+    mean[own], sd[own] = 0.0, 1.0  # a target against itself: not a competitor
+    return mean, sd
 
 
 def fit_calibration(

@@ -15,9 +15,9 @@ For target phone ``t`` and candidate ``q`` the per-frame log-likelihood ratio
 
 is positive where the target fits better.  The classic GOP (Witt & Young) is
 ``min(0, min_q llr[q])``; the calibrated score (``calibration``) compares each
-``llr[q]`` with how that very pair behaves when ``t`` is said correctly.  The
-phone that fits best is what the segment *sounds like* (``#`` when silence
-wins: no phoneme was detected).
+``llr[q]`` with how that very pair behaves when ``t`` is said correctly.
+:attr:`PhoneGop.sounds_like` is the phone that fits best (``#`` when silence
+wins); the scorer reports the target itself for phones that score well.
 """
 
 from __future__ import annotations
@@ -26,16 +26,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from learnloop.voice.acoustic import SphinxModel
+from learnloop.voice.acoustic import DensityCache, SphinxModel
 from learnloop.voice.alignment import AlignedPhone, Alignment
 from learnloop.voice.phonemes import PHONES
 
-__all__ = ["RELAX_FRAMES", "SCORING_PHONES", "PhoneGop", "ci_loglik", "phone_gops", "speech_frames", "word_match"]
+__all__ = [
+    "PhoneGop",
+    "RELAX_FRAMES",
+    "SCORING_PHONES",
+    "ci_loglik",
+    "phone_gops",
+    "speech_frames",
+    "word_match",
+]
 
 _SIL = "SIL"
 SCORING_PHONES: tuple[str, ...] = (*PHONES, _SIL)
 """The candidate phones of every segment, in the order of :attr:`PhoneGop.llr`."""
-RELAX_FRAMES = 12
+RELAX_FRAMES = 6
 """How far (in 10 ms frames) a candidate phone may reach into each aligned neighbour."""
 
 
@@ -49,7 +57,7 @@ class PhoneGop:
     start: int
     end: int
     gop: float  # min(0, min over other phones of llr): <= 0, 0 when the target fits best
-    sounds_like: str
+    sounds_like: str  # the best-fitting candidate, possibly the target itself
     loglik: float  # CI Viterbi log-likelihood of the segment itself under the target phone
     llr: tuple[float, ...]  # per-frame log-likelihood ratio of the target vs each of SCORING_PHONES
 
@@ -142,12 +150,13 @@ def _relaxed(
     return delta[:, slot + 2] + next_lp[:, slot + 2]
 
 
-def ci_loglik(model: SphinxModel, features: np.ndarray) -> np.ndarray:
+def ci_loglik(model: SphinxModel, features: np.ndarray, *, cache: DensityCache | None = None) -> np.ndarray:
     """Log-likelihoods of the CI phone states (39 phones then silence): ``(T, 40, 3)``."""
     bank = _bank(model)
     flat = bank.senones.reshape(-1)
     unique, inverse = np.unique(flat, return_inverse=True)
-    return model.senone_loglik(features, unique)[:, inverse].reshape(len(features), *bank.senones.shape)
+    ll = model.senone_loglik(features, unique, cache=cache)
+    return ll[:, inverse].reshape(len(features), *bank.senones.shape)
 
 
 def speech_frames(ci_ll: np.ndarray, *, margin: float = 2.0) -> np.ndarray:
@@ -163,10 +172,11 @@ def phone_gops(
     ci_ll: np.ndarray | None = None,
     *,
     relax: int = RELAX_FRAMES,
+    cache: DensityCache | None = None,
 ) -> list[PhoneGop]:
-    """GOP of every (non-silence) aligned phone, in time order."""
+    """GOP of every (non-silence) aligned phone, in time order (``cache``: see ``senone_loglik``)."""
     bank = _bank(model)
-    ll = ci_loglik(model, features) if ci_ll is None else ci_ll
+    ll = ci_loglik(model, features, cache=cache) if ci_ll is None else ci_ll
     names = bank.names
     index = {p: i for i, p in enumerate(names)}
     segs = alignment.phones
@@ -174,7 +184,8 @@ def phone_gops(
     model_ids = np.unique([s.model_id for s in segs])
     senones = model.phone_senones[model_ids]  # (k, 3)
     unique, inverse = np.unique(senones.reshape(-1), return_inverse=True)
-    aligned_ll = model.senone_loglik(features, unique)[:, inverse].reshape(len(features), *senones.shape)
+    aligned_ll = model.senone_loglik(features, unique, cache=cache)
+    aligned_ll = aligned_ll[:, inverse].reshape(len(features), *senones.shape)
     arcs = _hmm_arcs(model, model_ids)
     where = {int(m): i for i, m in enumerate(model_ids)}
 

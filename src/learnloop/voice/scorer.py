@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from learnloop.errors import ValidationError
-from learnloop.voice.acoustic import SphinxModel
+from learnloop.voice.acoustic import DensityCache, SphinxModel
 from learnloop.voice.alignment import Alignment, align
 from learnloop.voice.audio import MAX_AUDIO_SECONDS, decode_audio
 from learnloop.voice.calibration import CALIBRATION, Calibration
@@ -41,7 +41,7 @@ MAX_PHRASE_WORDS = 60
 # free phone sequence: at most this many nats per frame worse (see docs/voice.md).
 MATCH_THRESHOLD = -2.0
 _PAD_SAMPLES = SAMPLE_RATE // 4
-_NOISE_STD = 50.0  # about -56 dB below full scale
+_NOISE_STD = 100.0  # about -50 dB below full scale
 _NOISE_SEED = 20240607
 
 _SHARED: dict[tuple[str, ...], object] = {}
@@ -63,7 +63,7 @@ def _shared(key: tuple[str, ...], make):  # type: ignore[no-untyped-def]
 @dataclass(frozen=True, slots=True)
 class _Utterance:
     features: np.ndarray
-    ci_ll: np.ndarray | None
+    densities: DensityCache  # Gaussian densities on these features, filled as codebooks are used
 
 
 class PronunciationScorer:
@@ -179,14 +179,15 @@ class PronunciationScorer:
         pad = np.zeros(_PAD_SAMPLES)
         padded = np.concatenate([pad, samples, pad])
         padded = padded + np.random.default_rng(_NOISE_SEED).normal(0.0, _NOISE_STD, len(padded))
-        return _Utterance(mfcc_features(padded), None)
+        return _Utterance(mfcc_features(padded), {})
 
     def _score(self, utt: _Utterance, phrase: str, tokens: list[Token], *, fluency: bool) -> PhraseScore:
         model = self.model
         variants = [self.lexicon.pronunciations(t.key) for t in tokens]
-        alignment = align(model, utt.features, variants)
-        ci_ll = ci_loglik(model, utt.features)
-        gops = phone_gops(model, utt.features, alignment, ci_ll) if alignment is not None else []
+        cache = utt.densities
+        ci_ll = ci_loglik(model, utt.features, cache=cache)
+        alignment = align(model, utt.features, variants, cache=cache)
+        gops = phone_gops(model, utt.features, alignment, ci_ll, cache=cache) if alignment is not None else []
         word_scores = self._word_scores(tokens, variants, alignment, gops, ci_ll)
         all_phones = [p.score for w in word_scores for p in w.phoneme_scores]
         overall = int(round(float(np.mean(all_phones)))) if all_phones else 0
@@ -229,7 +230,7 @@ class PronunciationScorer:
                     continue
                 z = self.calibration.normalised_gop(g.phone, g.llr)
                 value = int(np.rint(100.0 * float(self.calibration.probability(z))))
-                like = g.sounds_like
+                like = self.calibration.sounds_like(g.phone, g.llr)
                 like_ipa = ipa[i] if like == phone else IPA.get(like, "#")
                 scores.append(PhonemeScore(phone, ipa[i], like, like_ipa, value))
             sylls = []
