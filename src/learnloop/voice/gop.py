@@ -11,10 +11,10 @@ still be claimed by the phone that fits it.  The window reaches at most
 
 For target phone ``t`` and candidate ``q`` the per-frame log-likelihood ratio
 
-    llr[q] = (log p(window | ..., t, ...) - log p(window | ..., q, ...)) / frames
+    llr[q] = (log p(window | ..., t, ...) - log p(window | ..., q, ...)) / n
 
-is positive where the target fits better.  The classic GOP (Witt & Young) is
-``min(0, min_q llr[q])``; the calibrated score (``calibration``) compares each
+(``n`` the aligned phone's frames) is positive where the target fits better.
+The classic GOP (Witt & Young) is ``min(0, min_q llr[q])``; the calibrated score (``calibration``) compares each
 ``llr[q]`` with how that very pair behaves when ``t`` is said correctly.
 :attr:`PhoneGop.sounds_like` is the phone that fits best (``#`` when silence
 wins); the scorer reports the target itself for phones that score well.
