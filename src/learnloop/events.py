@@ -61,11 +61,9 @@ def format_timestamp(moment: datetime) -> str:
     >>> format_timestamp(parse_timestamp("2024-05-01T10:00:00.5+02:00"))
     '2024-05-01T08:00:00.500Z'
     """
-    m = moment.astimezone(UTC)
-    return (
-        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}."
-        f"{m.microsecond // 1000:03d}Z"
-    )
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def _utc(value: datetime) -> datetime:
