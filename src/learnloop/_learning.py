@@ -69,7 +69,7 @@ ContextEvents = Iterable[ContextAttemptEvent | ContextSkipEvent | ContextViewThe
 #: learners improve with practice, so each answer outside an assessment moves the
 #: topic's ability by ``practice_gain`` logits, and the belief widens by ``drift``
 #: before each update. Answers in an assess session count as evidence only.
-DEFAULT_LEARNER_OPTIONS: Mapping[str, Any] = {"practice_gain": 0.1, "drift": 0.05}
+DEFAULT_LEARNER_OPTIONS: Mapping[str, Any] = {"practice_gain": 0.1, "drift": 0.02}
 
 
 def _filter_key(flt: Filter | None) -> str:

@@ -156,8 +156,12 @@ class SimulatedLearner:
 
     # -- actions ---------------------------------------------------------------
 
-    def respond(self, item: int, at: datetime | float) -> float:
-        """Answer ``item`` at time ``at``: a score in [0, 1]; the learner learns from it."""
+    def respond(self, item: int, at: datetime | float, *, feedback: bool = True) -> float:
+        """Answer ``item`` at time ``at``: a score in [0, 1].
+
+        With ``feedback`` (practice) the learner learns from the attempt;
+        without it (a test item whose result is not shown) it does not.
+        """
         now = as_epoch_seconds(at)
         p = self.p_correct(item, now)
         if self.fractional:
@@ -166,7 +170,8 @@ class SimulatedLearner:
             score = float(self._rng.random() < p)
         topic = int(self.item_topic[item])
         self.attempts[topic] += 1
-        self._practise(topic, now, 1.0)
+        if feedback:
+            self._practise(topic, now, 1.0)
         return score
 
     def view_theory(self, item: int, at: datetime | float, fraction: float = 1.0) -> None:

@@ -129,6 +129,8 @@ def run_session(
 
     ``true_proficiency`` holds ``steps + 1`` values: before the first step and
     after each answer. Theory items are read in full; exercises are answered.
+    In assess mode the learner gets no feedback and so does not learn from the
+    test items (as the engine assumes for assessment answers).
     """
     index = engine.catalog_index(catalog_id, app=app)
     flt = dict(filter or {})
@@ -162,7 +164,7 @@ def run_session(
                        "fraction_completed": 1.0, "time_spent_ms": int(seconds_per_step * 1000)}]
             score = None
         else:
-            score = learner.respond(position, now)
+            score = learner.respond(position, now, feedback=mode != "assess")
             events = [{"type": "attempt", "timestamp": stamp, "recommendation_context": rec.recommendation_context,
                        "score": score, "time_spent_ms": int(seconds_per_step * 1000)}]
         trace.item_ids.append(rec.item_id)
