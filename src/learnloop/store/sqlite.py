@@ -22,6 +22,9 @@ __all__ = ["SQLiteStore"]
 _KEY_COLUMNS = ("k1", "k2", "k3", "k4")
 #: keys per SELECT in ``get_many`` (under the 999 parameters of old SQLite builds)
 _CHUNK = 900
+#: high-volume tables read by key only: no index on their write sequence
+#: (``scan(order="seq")`` still works on them, by sorting)
+_UNORDERED = frozenset({"events", "learners"})
 
 
 class SQLiteStore:
@@ -46,7 +49,8 @@ class SQLiteStore:
                     "k4 TEXT NOT NULL, seq INTEGER NOT NULL, v BLOB NOT NULL, "
                     "PRIMARY KEY (app, k1, k2, k3, k4)) WITHOUT ROWID"
                 )
-                conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {table} (app, seq)")
+                if table not in _UNORDERED:
+                    conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {table} (app, seq)")
             conn.execute("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
             conn.execute("INSERT OR IGNORE INTO counters VALUES ('seq', 0)")
 
