@@ -164,15 +164,13 @@ class LearningMixin:
 
     def _view(self: Engine, model: CatalogModel, entry: _Cached, p: np.ndarray) -> LearnerView:
         state = entry.state
-        items = model.model.items
-        info = items.a**2 * p * (1.0 - p)
         failed = None
         if entry.last_attempt is not None and entry.last_attempt[1] < 0.5:
             failed = entry.last_attempt[0]
         return LearnerView(
             index=model.index,
             p_correct=p,
-            information=info,
+            discrimination=model.model.items.a,
             attempts=state.attempts.astype(np.int64),
             last_score=state.last_score,
             viewed=state.max_fraction,

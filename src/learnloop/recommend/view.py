@@ -117,21 +117,28 @@ def ready_topics(index: CatalogIndex, mastered: BoolArray) -> BoolArray:
 class LearnerView:
     """One learner's predictions and history, aligned with a catalog.
 
-    ``p_correct`` is the predicted probability of success now (forgetting
-    included), ``information`` the Fisher information of each item at the
-    current ability estimate, ``recall`` the predicted recall of each topic
-    (NaN for a topic never practised).
+    ``p_correct`` is the predicted probability of success (from the ability
+    beliefs; forgetting is kept apart in ``recall``, the predicted recall of
+    each topic, NaN for a topic never practised); ``discrimination`` the IRT
+    ``a`` of each item, from which :attr:`information` (the Fisher information
+    at the current ability estimate) follows.
     """
 
     index: CatalogIndex
     p_correct: FloatArray
-    information: FloatArray
+    discrimination: FloatArray | float
     attempts: IntArray
     last_score: FloatArray
     viewed: FloatArray
     recall: FloatArray
     last_seen: FloatArray | None = None
     last_failed: int | None = None
+
+    @cached_property
+    def information(self) -> FloatArray:
+        """Fisher information of each item, ``a**2 p (1 - p)``."""
+        a = np.asarray(self.discrimination, dtype=np.float64)
+        return a * a * self.p_correct * (1.0 - self.p_correct)
 
     @cached_property
     def _sums(self) -> FloatArray:
