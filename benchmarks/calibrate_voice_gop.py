@@ -6,7 +6,8 @@ phones substituted), then fits
 
 - the pair statistics: mean and standard deviation of the GOP ratio of each
   target phone against each candidate phone, over every phone of the correct
-  renditions;
+  renditions and of carrier sentences made of calibration words (connected
+  speech at two other speeds: phones are shorter and coarticulated there);
 - ``P(correct) = sigmoid(intercept + weight * z)`` by maximum likelihood, on
   the labelled phones, where ``z`` is the pair-normalised GOP;
 
@@ -14,7 +15,7 @@ writes them to ``src/learnloop/voice/calibration.json`` and prints the fit,
 with a five-fold cross-validated AUC over calibration words (the tables and
 weights refitted without the held-out words).
 
-Run:  .venv/bin/python benchmarks/calibrate_voice_gop.py   (about two minutes)
+Run:  .venv/bin/python benchmarks/calibrate_voice_gop.py   (about three minutes)
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_voice_gop import CALIBRATION_WORDS, VOICES, auc, labelled_examples  # noqa: E402
+from bench_voice_gop import (  # noqa: E402
+    CALIBRATION_WORDS,
+    VOICES,
+    auc,
+    labelled_examples,
+    sentence_reference,
+)
 
 from learnloop.voice.calibration import fit_calibration  # noqa: E402
 from learnloop.voice.gop import PhoneGop  # noqa: E402
@@ -42,13 +49,14 @@ def main() -> None:
     phones = np.array([e.phone for e in examples])
     llrs = np.array([e.llr for e in examples])
     y = np.array([e.correct for e in examples], dtype=float)
-    ref_words = np.array([w for _, w, _ in reference])
-    ref_phones = np.array([g.phone for _, _, g in reference])
-    ref_llrs = np.array([g.llr for _, _, g in reference])
+    sentences = sentence_reference(VOICES)
+    ref_words = [(w,) for _, w, _ in reference] + [ws for _, ws, _ in sentences]
+    ref_phones = np.array([g.phone for _, _, g in reference] + [g.phone for _, _, g in sentences])
+    ref_llrs = np.array([g.llr for _, _, g in reference] + [g.llr for _, _, g in sentences])
     cal = fit_calibration(list(phones), llrs, y, reference=(list(ref_phones), ref_llrs))
     p = cal.probability([cal.normalised_gop(ph, v) for ph, v in zip(phones, llrs)])
-    print(f"{len(examples)} labelled phones ({int(y.sum())} correct) and {len(reference)} reference phones "
-          f"from {len(CALIBRATION_WORDS)} words x {len(VOICES)} voices")
+    print(f"{len(examples)} labelled phones ({int(y.sum())} correct) and {len(ref_phones)} reference phones "
+          f"({len(sentences)} of them in sentences) from {len(CALIBRATION_WORDS)} words x {len(VOICES)} voices")
     print(f"training AUC {auc(p[y == 1], p[y == 0]):.3f}, "
           f"log loss {-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)):.3f}")
 
@@ -56,10 +64,11 @@ def main() -> None:
     rng = np.random.default_rng(0)
     fold_of = dict(zip(CALIBRATION_WORDS, rng.permutation(len(CALIBRATION_WORDS)) % FOLDS))
     fold = np.array([fold_of[e.word] for e in examples])
-    ref_fold = np.array([fold_of[w] for w in ref_words])
+    ref_folds = [{fold_of[w] for w in ws} for ws in ref_words]
     held = np.empty(len(examples))
     for k in range(FOLDS):
-        test, keep = fold == k, ref_fold != k
+        test = fold == k
+        keep = np.array([k not in fs for fs in ref_folds])  # no phone of a sentence with a held-out word
         part = fit_calibration(
             list(phones[~test]), llrs[~test], y[~test], reference=(list(ref_phones[keep]), ref_llrs[keep])
         )

@@ -8,12 +8,20 @@ the raw ratio cannot serve them all.  Each ratio is therefore standardised by
 how *that pair* behaves when ``t`` is said correctly, and the phone is judged
 by its worst competitor:
 
-    z = min over q != t of (llr[q] - mean[t, q]) / sd[t, q]
+    z = min over plausible q != t of (llr[q] - mean[t, q]) / sd[t, q]
     score = round(100 * sigmoid(intercept + weight * z))
 
+A plausible substitute (``COMPETITORS``) is a phone of the same class (vowel
+for a vowel, consonant for a consonant), an approximant (``L R W Y``, which
+border on vowels: ``L``/``OW``, ``W``/``UW``, ``Y``/``IY``, ``R``/``ER``) or
+silence (nothing said).  A consonant heard as a vowel is rarely what a
+speaker did; in connected speech a nasal or a stop coloured by its vowel
+neighbours often fits some vowel model unusually well, and such pairs made
+correctly said phones fail.
+
 ``mean`` and ``sd`` are the mean and standard deviation of ``llr[q]`` over
-correctly said ``t`` in the calibration speech (shrunk towards the average
-over all targets when ``t`` is rare).  The score estimates the probability
+correctly said ``t`` in the calibration speech, isolated words and connected
+sentences (shrunk towards the average over all targets when ``t`` is rare).  The score estimates the probability
 that the phone was said as the target.
 
 Everything here was fitted on phones of espeak-ng speech, half said correctly
@@ -42,13 +50,27 @@ from typing import Final
 import numpy as np
 
 from learnloop.voice.gop import SCORING_PHONES
-from learnloop.voice.phonemes import PHONES
+from learnloop.voice.phonemes import PHONES, VOWELS
 
-__all__ = ["CALIBRATION", "Calibration", "fit_calibration", "phone_score", "score_band"]
+__all__ = ["CALIBRATION", "COMPETITORS", "Calibration", "fit_calibration", "phone_score", "score_band"]
 
 _ROW: Final = {p: i for i, p in enumerate(PHONES)}
 _COL: Final = {p: i for i, p in enumerate(SCORING_PHONES)}
 _SD_FLOOR = 0.05
+_APPROXIMANTS: Final = frozenset({"L", "R", "W", "Y"})
+
+
+def _plausible(target: str, candidate: str) -> bool:
+    if candidate == target:
+        return False
+    if candidate == "SIL" or target in _APPROXIMANTS or candidate in _APPROXIMANTS:
+        return True
+    return (target in VOWELS) == (candidate in VOWELS)
+
+
+COMPETITORS: Final = np.array([[_plausible(t, q) for q in SCORING_PHONES] for t in PHONES])
+"""``COMPETITORS[row of t, column of q]``: whether ``q`` is a plausible substitute for ``t``."""
+COMPETITORS.setflags(write=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,20 +90,19 @@ class Calibration:
         """``z``: the target's margin over its worst competitor, in pair standard deviations."""
         row = _ROW[phone]
         z = (np.asarray(llr, dtype=np.float64) - self.mean[row]) / self.sd[row]
-        z[_COL[phone]] = np.inf
-        return float(np.min(z))
+        return float(np.min(z[COMPETITORS[row]]))
 
     def sounds_like(self, phone: str, llr: Sequence[float] | np.ndarray) -> str:
         """What a phone sounds like: itself when it scores 50 or more, else the best other fit.
 
-        The best other fit is the candidate with the lowest ratio (the one
-        that fits the audio best); ``#`` when that is silence (no phoneme
-        was detected).
+        The best other fit is the plausible substitute (``COMPETITORS``) with
+        the lowest ratio (the one that fits the audio best); ``#`` when that
+        is silence (no phoneme was detected).
         """
         if float(self.probability(self.normalised_gop(phone, llr))) >= 0.5:
             return phone
         others = np.asarray(llr, dtype=np.float64).copy()
-        others[_COL[phone]] = np.inf
+        others[~COMPETITORS[_ROW[phone]]] = np.inf
         like = SCORING_PHONES[int(np.argmin(others))]
         return "#" if like == "SIL" else like
 
