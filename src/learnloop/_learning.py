@@ -13,6 +13,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -380,7 +381,7 @@ class LearningMixin:
         excluded = set(exclude_users)
         item_codes: dict[str, int] = {}
         b0: list[float] = []
-        base_b = _cold_start_b(cm)
+        base_b = difficulty_to_b(index.difficulty)
         for position, item_id in enumerate(index.item_ids):
             if index.scorable[position] and item_id not in item_codes:
                 item_codes[item_id] = len(item_codes)
@@ -578,30 +579,23 @@ class LearningMixin:
                 used + int(bool(cmask[pick.position]))
                 for used, cmask in zip(session.constraint_counts, constraint_masks, strict=True)
             )
-            session = SessionState(
-                **{
-                    **{f: getattr(session, f) for f in session.__slots__},
-                    "recommendation_count": session.recommendation_count + 1,
-                    "constraint_counts": counts,
-                    "last_item": item_id,
-                    "last_topic": topic_id,
-                }
+            session = replace(
+                session,
+                recommendation_count=session.recommendation_count + 1,
+                constraint_counts=counts,
+                last_item=item_id,
+                last_topic=topic_id,
             )
         user_status = self._status(model, entry, mask, p)
         session_status = session.status(self.clock(), user_status.proficiency)
         return AdaptiveStep(recommendation=recommendation, user_status=user_status, session_status=session_status), session
 
 
-def _cold_start_b(model: CatalogModel) -> np.ndarray:
-    """Cold-start IRT difficulty per position (before any calibration)."""
-    return difficulty_to_b(model.index.difficulty)
-
-
 def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionState:
     if not item_ids:
         return session
     merged = tuple(dict.fromkeys((*session.assessed, *item_ids)))
-    return SessionState(**{**{f: getattr(session, f) for f in session.__slots__}, "assessed": merged})
+    return replace(session, assessed=merged)
 
 
 _PLAIN_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[PlainEvent])
