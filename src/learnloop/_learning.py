@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,7 +21,8 @@ import numpy as np
 import pydantic
 from pydantic import TypeAdapter
 
-from learnloop._tracking import CatalogModel, Tracker, _Cached
+from learnloop._locks import shared
+from learnloop._tracking import DEFAULT_CACHE_BYTES, CatalogModel, StaleError, Tracker, _Cached
 from learnloop._types import BoolArray
 from learnloop._validation import describe_validation_error, parse
 from learnloop.content import Filter, compile_filter
@@ -85,63 +86,76 @@ class LearningMixin:
         secret: bytes | None,
         policies: Mapping[str, Policy] | None,
         learner_options: Mapping[str, Any] | None,
+        learner_cache_bytes: int | None = None,
     ) -> None:
         self.learner_options: dict[str, Any] = dict(DEFAULT_LEARNER_OPTIONS)
         if learner_options:
             self.learner_options.update(learner_options)
-        self._tracker = Tracker(self.store)
+        self._tracker = Tracker(
+            self.store, cache_bytes=DEFAULT_CACHE_BYTES if learner_cache_bytes is None else learner_cache_bytes
+        )
         self._models: dict[tuple[str, str], tuple[Any, int, CatalogModel]] = {}
         self._masks: OrderedDict[tuple[str, str, str, str], BoolArray] = OrderedDict()
         self._specs: OrderedDict[tuple[str, str], SessionSpec] = OrderedDict()
-        self._secret = secret
-        self._signer_obj: ContextSigner | None = None
-        self._signer_lock = threading.Lock()
+        self._leaf_lock = threading.Lock()  # guards _masks and _specs; never held while calling out
+        self._signer = ContextSigner(secret if secret is not None else self._stored_secret())
         self.policies: dict[str, Policy] = {m: policy_for(m) for m in ("learn", "review", "assess")}
         if policies:
             self.policies.update(policies)
 
     # -- plumbing -------------------------------------------------------------------
-    @property
-    def _signer(self: Engine) -> ContextSigner:
-        with self._signer_lock:
-            if self._signer_obj is None:
-                secret = self._secret
-                if secret is None:
-                    doc = self.store.get("meta", "", ("context_secret",))
-                    if doc is None:
-                        doc = {"hex": os.urandom(32).hex()}
-                        self.store.put_many("meta", "", [(("context_secret",), doc)])
-                    secret = bytes.fromhex(doc["hex"])  # type: ignore[index]
-                self._signer_obj = ContextSigner(secret)
-            return self._signer_obj
+    def _stored_secret(self: Engine) -> bytes:
+        """The store's context-signing secret, created once for every process on the store.
 
+        Read, created when absent and read back in one transaction (an
+        immediate one on SQLite), so two processes opening a fresh store at
+        once end up with the same secret.
+        """
+        with self.store.atomic():
+            doc = self.store.get("meta", "", ("context_secret",))
+            if doc is None:
+                self.store.put_many("meta", "", [(("context_secret",), {"hex": secrets.token_hex(32)})])
+                doc = self.store.get("meta", "", ("context_secret",))
+        return bytes.fromhex(doc["hex"])  # type: ignore[index]
+
+    def _learner_lock(self: Engine, app: str, pairs: Iterable[tuple[str, str]]) -> Any:
+        """The locks of the learners ``(user_id, catalog_id)`` of ``app`` (see :mod:`learnloop._locks`)."""
+        return self._learner_locks.hold((app, user, catalog) for user, catalog in pairs)
+
+    def learner_cache_nbytes(self: Engine) -> int:
+        """Bytes held by the in-process cache of learner states (bounded by ``learner_cache_bytes``)."""
+        return self._tracker.nbytes
+
+    @shared
     def catalog_model(self: Engine, catalog_id: str, *, app: str = "default") -> CatalogModel:
         """The compiled catalog with its learner model (cached until content changes)."""
-        with self._lock:
-            index = self.catalog_index(catalog_id, app=app)
-            version = self._content_version(app)
+        version = self._content_version(app)
+        index = self.catalog_index(catalog_id, app=app)
+        with self._cache_lock:
             cached = self._models.get((app, catalog_id))
-            if cached is not None and cached[0] is index and cached[1] == version:
-                return cached[2]
-            doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
-            calibration = None if doc is None else doc["items"]  # type: ignore[index]
-            model = CatalogModel.build(index, calibration=calibration, **self.learner_options)
+        if cached is not None and cached[0] is index and cached[1] == version:
+            return cached[2]
+        doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
+        calibration = None if doc is None else doc["items"]  # type: ignore[index]
+        model = CatalogModel.build(index, calibration=calibration, **self.learner_options)
+        with self._cache_lock:
             self._models[(app, catalog_id)] = (index, version, model)
-            return model
+        return model
 
     def _mask(self: Engine, app: str, model: CatalogModel, flt: Filter | None) -> BoolArray:
         key = (app, model.index.catalog_id, model.fingerprint, _filter_key(flt))
-        with self._lock:
+        with self._leaf_lock:
             mask = self._masks.get(key)
-            if mask is None:
-                mask = compile_filter(model.index, flt)
-                mask.setflags(write=False)
-                self._masks[key] = mask
-                while len(self._masks) > 1024:
-                    self._masks.popitem(last=False)
-            else:
+            if mask is not None:
                 self._masks.move_to_end(key)
-            return mask
+                return mask
+        mask = compile_filter(model.index, flt)
+        mask.setflags(write=False)
+        with self._leaf_lock:
+            self._masks[key] = mask
+            while len(self._masks) > 1024:
+                self._masks.popitem(last=False)
+        return mask
 
     def _status(self, model: CatalogModel, entry: _Cached, mask: BoolArray, p: np.ndarray) -> UserStatus:
         """The v2 status over ``mask`` (the figures of :meth:`LearnerModel.status`, by dot products)."""
@@ -185,6 +199,7 @@ class LearningMixin:
             raise LimitExceededError("events per call", n, self.limits.max_events_per_call)
 
     # -- events outside sessions ------------------------------------------------------
+    @shared
     def upsert_events(self: Engine, user_id: str, events: PlainEvents, *, app: str = "default") -> int:
         """Store events outside a session (all or none); returns how many were new."""
         parsed = _plain(events)
@@ -222,16 +237,16 @@ class LearningMixin:
             )
         if problems:
             raise ValidationError(problems)
-        with self._lock:
-            try:
-                with self.store.atomic():
-                    _, new = self._tracker.ingest(app, interactions, lambda c: models[c])
-            except BaseException:
-                self._tracker.forget()
-                raise
-        return new
+        with self._learner_lock(app, {(i.user_id, i.catalog_id) for i in interactions}):
+            with self.store.atomic():
+                plan = self._tracker.plan(app, interactions)
+                self._tracker.write(app, plan)
+            # after the commit: the cached states of these learners get the new events
+            self._tracker.install(self._tracker.advance(app, plan, models.__getitem__))
+        return plan.new
 
     # -- status ------------------------------------------------------------------------
+    @shared
     def user_status(
         self: Engine,
         user_id: str,
@@ -244,10 +259,15 @@ class LearningMixin:
         model = self.catalog_model(catalog_id, app=app)
         parsed = [None if f is None else parse(Filter, f, where=f"filter_list[{k}]") for k, f in enumerate(filters)]
         masks = [self._mask(app, model, f) for f in parsed]
-        entry = self._tracker.state(app, user_id, model)
+        entry = self._state(app, user_id, model)
         p = model.model.predict(entry.state)
         return [self._status(model, entry, mask, p) for mask in masks]
 
+    def _state(self: Engine, app: str, user_id: str, model: CatalogModel) -> _Cached:
+        with self._learner_lock(app, [(user_id, model.index.catalog_id)]):
+            return self._tracker.state(app, user_id, model)
+
+    @shared
     def status_v1(
         self: Engine, user_id: str, catalog_id: str, masks: Sequence[BoolArray], *, app: str = "default"
     ) -> list[Status]:
@@ -263,10 +283,11 @@ class LearningMixin:
         for mask in masks:
             if np.shape(mask) != (n,):
                 raise ValidationError(f"mask must have {n} entries, got {np.shape(mask)}")
-        entry = self._tracker.state(app, user_id, model)
+        entry = self._state(app, user_id, model)
         p = model.model.predict(entry.state)
         return [model.model.status(entry.state, mask, p_correct=p) for mask in masks]
 
+    @shared
     def known_events(
         self: Engine, keys: Iterable[tuple[str, str, str, str]], *, app: str = "default"
     ) -> set[tuple[str, str, str, str]]:
@@ -278,13 +299,14 @@ class LearningMixin:
         canonical = [(u, c, i, format_timestamp(parse_timestamp(t))) for u, c, i, t in keys]
         return {tuple(k) for k in self.store.get_many("events", app, canonical)}  # type: ignore[misc]
 
+    @shared
     def ability(
         self: Engine, user_id: str, catalog_id: str, topic_id: str | None = None, *, app: str = "default"
     ) -> tuple[float, float]:
         """The posterior mean and standard deviation of a learner's ability (logits) on a
         topic, or overall when ``topic_id`` is None."""
         model = self.catalog_model(catalog_id, app=app)
-        state = self._tracker.state(app, user_id, model).state
+        state = self._state(app, user_id, model).state
         if topic_id is None:
             return model.model.overall(state)
         topic = model.index.topic_index.get(topic_id)
@@ -293,12 +315,14 @@ class LearningMixin:
         mean, sd = model.model.topic_beliefs(state)
         return float(mean[topic]), float(sd[topic])
 
+    @shared
     def learner_view(self: Engine, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
         """What the policies see of a learner now (for notebooks and tests)."""
         model = self.catalog_model(catalog_id, app=app)
-        entry = self._tracker.state(app, user_id, model)
+        entry = self._state(app, user_id, model)
         return self._view(model, entry, model.model.predict(entry.state))
 
+    @shared
     def next_items(
         self: Engine,
         user_id: str,
@@ -326,7 +350,7 @@ class LearningMixin:
         elif mask.shape != (index.n_items,):
             raise ValidationError(f"mask must have {index.n_items} entries, got {mask.shape}")
         policy = self.policies[mode] if mode in self.policies else policy_for(mode)
-        entry = self._tracker.state(app, user_id, model)
+        entry = self._state(app, user_id, model)
         view = self._view(model, entry, model.model.predict(entry.state))
         seed = self.seed if self.seed is not None else 0
         user_key = int.from_bytes(hashlib.sha256(f"{app}\x1f{user_id}\x1f{catalog_id}".encode()).digest()[:8], "big")
@@ -358,6 +382,7 @@ class LearningMixin:
         return out
 
     # -- calibration ------------------------------------------------------------------------
+    @shared
     def calibrate(
         self: Engine,
         catalog_id: str,
@@ -417,12 +442,13 @@ class LearningMixin:
             for item_id, code in item_codes.items()
             if counts[code] >= min_responses
         }
-        with self._lock, self.store.atomic():
+        with self.store.atomic():
             self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), {"items": result, "model": model})])
             self._bump_content_version(app)
         return result
 
     # -- sessions -------------------------------------------------------------------------
+    @shared
     def create_session(self: Engine, spec: SessionSpec | Mapping[str, Any], *, app: str = "default") -> str:
         """Create an adaptive session; returns its opaque, signed ``session_context``."""
         parsed = parse(SessionSpec, spec)
@@ -435,42 +461,54 @@ class LearningMixin:
         mask = self._mask(app, model, parsed.filter)
         for constraint in constraints:
             self._mask(app, model, constraint.filter)
-        matched = int(mask.sum())
+        # distinct items (an item listed in several topics counts once)
+        matched = int(np.unique(model.index.item_code[mask]).size) if mask.any() else 0
         if matched > self.limits.max_session_filter_items:
             raise ValidationError(
                 f"the session filter matches {matched} items; the limit 'items matched by a session "
                 f"filter' is {self.limits.max_session_filter_items}"
             )
-        with self._lock:
-            session_id = self._rng.bytes(12).hex()
-            state = SessionState(
-                session_id=session_id,
-                spec=parsed,
-                started_at=self.clock(),
-                constraint_counts=(0,) * len(constraints),
-            )
-            self.store.put_many("sessions", app, [((session_id,), state.to_doc())])
+        # identifiers come from the operating system's randomness, never from the modelling seed
+        session_id = secrets.token_hex(12)
+        state = SessionState(
+            session_id=session_id,
+            spec=parsed,
+            started_at=self.clock(),
+            constraint_counts=(0,) * len(constraints),
+        )
+        self.store.put_many("sessions", app, [((session_id,), state.to_doc())])
         return self._signer.sign(app, "s", {"id": session_id})
 
+    @shared
     def session(self: Engine, session_context: str, *, app: str = "default") -> SessionState:
         """The stored state of the session a context names."""
         payload = self._signer.verify(session_context, app=app, kind="s")
-        session_id = payload["id"]
+        return self._session_by_id(app, payload["id"])
+
+    def _session_by_id(self: Engine, app: str, session_id: str) -> SessionState:
         doc = self.store.get("sessions", app, (session_id,))
         if doc is None:
             raise ContextError("stale session context: the session no longer exists")
-        spec = self._specs.get((app, session_id))
+        with self._leaf_lock:
+            spec = self._specs.get((app, session_id))
         state = SessionState.from_doc(dict(doc), spec=spec)  # type: ignore[arg-type]
         if spec is None:
-            self._specs[(app, session_id)] = state.spec
-            while len(self._specs) > 4096:
-                self._specs.popitem(last=False)
+            with self._leaf_lock:
+                self._specs[(app, session_id)] = state.spec
+                while len(self._specs) > 4096:
+                    self._specs.popitem(last=False)
         return state
 
-    def _session_rng(self: Engine, session: SessionState) -> np.random.Generator:
-        seed = self.seed if self.seed is not None else int.from_bytes(hashlib.sha256(session.session_id.encode()).digest()[:8], "big")
-        return np.random.default_rng((seed, int(session.session_id, 16), session.recommendation_count))
+    def _session_rng(self: Engine, app: str, session: SessionState, n_events: int) -> np.random.Generator:
+        """The session's random stream: with a seed, a function of the seed and the
+        learner's position (user, catalog, events so far, recommendations so far)."""
+        if self.seed is None:
+            return np.random.default_rng((int(session.session_id, 16), session.recommendation_count))
+        spec = session.spec
+        user_key = hashlib.sha256(f"{app}\x1f{spec.user_id}\x1f{spec.catalog_id}".encode()).digest()[:8]
+        return np.random.default_rng((self.seed, int.from_bytes(user_key, "big"), n_events, session.recommendation_count))
 
+    @shared
     def adaptive_step(
         self: Engine, session_context: str, events: ContextEvents = (), *, app: str = "default"
     ) -> AdaptiveStep:
@@ -481,66 +519,78 @@ class LearningMixin:
         """
         parsed = _contextual(events)
         self._check_events_count(len(parsed))
-        with self._lock:
-            session = self.session(session_context, app=app)
-            spec = session.spec
-            model = self.catalog_model(spec.catalog_id, app=app)
-            index = model.index
-            interactions: list[Interaction] = []
-            problems: list[str] = []
-            for i, event in enumerate(parsed):
-                where = f"events[{i}]"
-                try:
-                    rec = self._signer.verify(event.recommendation_context, app=app, kind="r")
-                except ContextError as exc:
-                    problems.append(f"{where}.recommendation_context: {exc}")
-                    continue
-                if rec["s"] != session.session_id:
-                    problems.append(f"{where}.recommendation_context: it belongs to another session")
-                    continue
-                position = index.position(rec["i"], rec["t"])
-                if position is None:
-                    problems.append(
-                        f"{where}.recommendation_context: stale, item '{rec['i']}' is no longer in topic '{rec['t']}'"
-                    )
-                    continue
-                if event.type == "attempt" and index.scorable[position] and event.score is None:
-                    problems.append(f"{where}: attempt on scorable item '{rec['i']}' needs a score")
-                    continue
-                interactions.append(
-                    Interaction.from_event(
-                        event,
-                        user_id=spec.user_id,
-                        catalog_id=spec.catalog_id,
-                        item_id=rec["i"],
-                        topic_id=rec["t"],
-                        session_id=session.session_id,
-                        practice=spec.mode.type != "assess",
-                    )
-                )
-            if problems:
-                if all("recommendation_context" in p for p in problems):
-                    raise ContextError("; ".join(problems))
-                raise ValidationError(problems)
+        session = self.session(session_context, app=app)
+        spec = session.spec
+        model = self.catalog_model(spec.catalog_id, app=app)
+        index = model.index
+        interactions: list[Interaction] = []
+        problems: list[str] = []
+        for i, event in enumerate(parsed):
+            where = f"events[{i}]"
             try:
-                with self.store.atomic():
-                    changed, new = self._tracker.ingest(app, interactions, lambda c: model)
-                    latest = max((i.timestamp for i in changed), default=None)
-                    session = session.with_interactions(new, latest)
-                    if spec.mode.type == "assess":
-                        tested = [i.item_id for i in changed if i.kind == "attempt"]
-                        session = _with_assessed(session, tested)
-                    step = self._recommend(app, session, model)
-                    self.store.put_many("sessions", app, [((session.session_id,), step[1].to_doc())])
-            except BaseException:
-                self._tracker.forget()
-                raise
-            return step[0]
+                rec = self._signer.verify(event.recommendation_context, app=app, kind="r")
+            except ContextError as exc:
+                problems.append(f"{where}.recommendation_context: {exc}")
+                continue
+            if rec["s"] != session.session_id:
+                problems.append(f"{where}.recommendation_context: it belongs to another session")
+                continue
+            position = index.position(rec["i"], rec["t"])
+            if position is None:
+                problems.append(
+                    f"{where}.recommendation_context: stale, item '{rec['i']}' is no longer in topic '{rec['t']}'"
+                )
+                continue
+            if event.type == "attempt" and index.scorable[position] and event.score is None:
+                problems.append(f"{where}: attempt on scorable item '{rec['i']}' needs a score")
+                continue
+            interactions.append(
+                Interaction.from_event(
+                    event,
+                    user_id=spec.user_id,
+                    catalog_id=spec.catalog_id,
+                    item_id=rec["i"],
+                    topic_id=rec["t"],
+                    session_id=session.session_id,
+                    practice=spec.mode.type != "assess",
+                )
+            )
+        if problems:
+            if all("recommendation_context" in p for p in problems):
+                raise ContextError("; ".join(problems))
+            raise ValidationError(problems)
+        learner = (spec.user_id, spec.catalog_id)
+        with self._learner_lock(app, [learner]):
+            # the learner's state is brought up to date (and the new events applied,
+            # replaying from a checkpoint when they are late) before the transaction,
+            # so that the store is held only for the writes and the recommendation
+            self._tracker.state(app, spec.user_id, model)
+            plan = self._tracker.plan(app, interactions)
+            entries = self._tracker.advance(app, plan, lambda c: model, compute=[learner])
+            with self.store.atomic():
+                try:
+                    self._tracker.write(app, plan, check=True)
+                except StaleError:  # another process wrote this learner meanwhile: redo inside
+                    plan = self._tracker.plan(app, interactions)
+                    self._tracker.write(app, plan)
+                    entries = self._tracker.advance(app, plan, lambda c: model, compute=[learner])
+                entry = entries.get((app, *learner)) or self._tracker.state(app, spec.user_id, model)
+                session = self._session_by_id(app, session.session_id)  # as stored now
+                latest = max((i.timestamp for i in plan.changed), default=None)
+                session = session.with_interactions(plan.new, latest)
+                if spec.mode.type == "assess":
+                    tested = [i.item_id for i in plan.changed if i.kind == "attempt"]
+                    session = _with_assessed(session, tested)
+                step, after = self._recommend(app, session, model, entry)
+                self.store.put_many("sessions", app, [((session.session_id,), after.to_doc())])
+            self._tracker.install(entries)
+        return step
 
-    def _recommend(self: Engine, app: str, session: SessionState, model: CatalogModel) -> tuple[AdaptiveStep, SessionState]:
+    def _recommend(
+        self: Engine, app: str, session: SessionState, model: CatalogModel, entry: _Cached
+    ) -> tuple[AdaptiveStep, SessionState]:
         spec = session.spec
         index = model.index
-        entry = self._tracker.state(app, spec.user_id, model)
         p = model.model.predict(entry.state)
         mask = self._mask(app, model, spec.filter)
         eligible = mask.copy()
@@ -553,7 +603,7 @@ class LearningMixin:
             previous = index.position(session.last_item, session.last_topic)
         view = self._view(model, entry, p)
         policy = self.policies[spec.mode.type]
-        rng = self._session_rng(session)
+        rng = self._session_rng(app, session, entry.state.n_events)
         if isinstance(policy, AssessPolicy):
             administered = np.zeros(index.n_items, dtype=bool)
             found = [p for p in map(index.item_positions.get, session.assessed) if p is not None]

@@ -1,12 +1,24 @@
 """Events and learner states of one engine: the event log is the source of truth.
 
 Events are stored once per key ``(user, catalog, item, timestamp)``; a learner
-state is derived from them. States are kept in an in-process cache and
-updated online (O(1) per event); a small revision document per learner in the
-store tells whether the cached state is current (another process may have
-written). On a miss, after an overwrite of an earlier event, an event older
-than the learner's latest, or a change of the catalog, the state is rebuilt by
-replaying the learner's events in time order.
+state is derived from them by applying them in time order, events sharing a
+timestamp in the order they were posted. States are kept in an in-process
+cache, bounded by bytes, and updated online (O(1) per event). A small revision
+document per learner in the store tells whether the cached state is current
+(another process may have written) and, for the latest writes, the earliest
+timestamp each one touched.
+
+When events arrive out of order (or overwrite earlier ones, or another process
+wrote), the state is rebuilt from the nearest *checkpoint* older than the
+earliest changed event: learners with long histories keep a few snapshots of
+their state, so a late event costs a replay of the events after it, not of the
+whole history. Learners without any event are never cached: they share one
+empty state per catalog.
+
+Concurrency: the tracker's own lock guards its cache only and is never held
+while the store is called or a state is computed. Callers serialise the work on
+one learner (the engine's per-learner locks), and bring states up to date
+outside store transactions, so a long replay holds up nobody but its learner.
 """
 
 from __future__ import annotations
@@ -16,17 +28,27 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from learnloop.content import CatalogIndex
-from learnloop.events import Interaction
+from learnloop.events import Interaction, format_timestamp
 from learnloop.store import Store
 from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
 
 __all__ = ["CatalogModel", "Tracker"]
+
+#: a checkpoint of a learner's state every this many events (learners with fewer keep none)
+CHECKPOINT_EVERY = 2048
+#: checkpoints kept per learner (spread over the history when there are more)
+MAX_CHECKPOINTS = 8
+#: writes remembered in a learner's revision document (for other processes to catch up from)
+REVISION_LOG = 32
+#: default bound of the learner-state cache, in bytes
+DEFAULT_CACHE_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +58,7 @@ class CatalogModel:
     index: CatalogIndex
     model: LearnerModel
     fingerprint: str
+    _empty: list[Any] = field(default_factory=list, repr=False)
 
     @classmethod
     def build(
@@ -71,6 +94,12 @@ class CatalogModel:
         digest.update(repr(sorted(model_options.items())).encode())
         return cls(index, LearnerModel(topics, items, **model_options), digest.hexdigest())
 
+    def empty_entry(self) -> _Cached:
+        """The (shared, immutable) entry of a learner without any event."""
+        if not self._empty:
+            self._empty.append(_Cached(0, self.fingerprint, self.model.new_state(), -math.inf, None))
+        return self._empty[0]  # type: ignore[no-any-return]
+
     def to_event(self, interaction: Interaction) -> Event | None:
         """The tracing event of a stored interaction (None when its item left the catalog)."""
         position = self.index.position(interaction.item_id, interaction.topic_id)
@@ -90,19 +119,71 @@ class CatalogModel:
 
 
 @dataclass(frozen=True, slots=True)
+class _Checkpoint:
+    """A learner state holding every event with a timestamp up to ``latest`` (and none later)."""
+
+    latest: float
+    state: LearnerState
+    last_attempt: tuple[int, float] | None
+
+
+@dataclass(frozen=True, slots=True)
 class _Cached:
     """A learner state as of ``revision``: ``state`` with ``pending`` events not yet applied.
 
-    ``state`` is None when the state must be rebuilt from the stored history
-    (an overwrite, or nothing known in this process).
+    ``dirty_from`` (epoch seconds) marks that events at or after it changed
+    out of order: the state must be rebuilt from a checkpoint older than it.
     """
 
     revision: int
     fingerprint: str
-    state: LearnerState | None
+    state: LearnerState
     latest: float  # epoch seconds of the latest applied event (-inf: none)
     last_attempt: tuple[int, float] | None  # (position, score) of the latest event when an attempt
-    pending: list[Interaction] = field(default_factory=list)
+    pending: tuple[Interaction, ...] = ()
+    dirty_from: float | None = None
+    checkpoints: tuple[_Checkpoint, ...] = ()
+
+    @property
+    def current(self) -> bool:
+        return not self.pending and self.dirty_from is None
+
+    @property
+    def nbytes(self) -> int:
+        seen: set[int] = set()
+        total = 0
+        for state in (self.state, *(c.state for c in self.checkpoints)):
+            if id(state) in seen:
+                continue
+            seen.add(id(state))
+            total += state.ability.nbytes + state.memory.nbytes + state.items.nbytes + state.signature.nbytes
+        return total + 200 * len(self.pending) + 256
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What an ingestion will write: the changed interactions, grouped by learner."""
+
+    changed: list[Interaction]
+    new: int
+    by_learner: dict[tuple[str, str], list[Interaction]]
+    rewrites: set[tuple[str, str]]
+    revisions: dict[tuple[str, str], tuple[int, list[list[float]]]]
+
+
+class StaleError(Exception):
+    """The store changed between planning and writing (another process wrote)."""
+
+
+def _revision(doc: Any) -> tuple[int, list[list[float]]]:
+    if not isinstance(doc, dict):
+        return 0, []
+    return int(doc.get("rev", 0)), list(doc.get("log", []))
+
+
+def _order(rows: Iterable[Interaction]) -> list[Interaction]:
+    """Time order; events sharing a timestamp keep the order given (posting order)."""
+    return sorted(rows, key=lambda i: i.epoch)
 
 
 class Tracker:
@@ -110,95 +191,178 @@ class Tracker:
 
     Ingestion stores events and bumps the learner's revision; the learner
     state catches up when it is next read (applying the new events online, or
-    replaying the history when they arrived out of order or overwrote others).
+    replaying from a checkpoint when they arrived out of order or overwrote others).
     """
 
-    def __init__(self, store: Store, *, cache_size: int = 4096) -> None:
+    def __init__(self, store: Store, *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        if cache_bytes < 0:
+            raise ValueError(f"cache_bytes must be non-negative, got {cache_bytes}")
         self.store = store
+        self.cache_bytes = cache_bytes
         self._cache: OrderedDict[tuple[str, str, str], _Cached] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.RLock()
+        self._nbytes = 0
+        self._lock = threading.Lock()  # guards the cache only; never held while calling out
 
-    # -- revision documents -------------------------------------------------------
-    def _revisions(self, app: str, learners: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        found = self.store.get_many("learners", app, list(learners))
-        return {(k[0], k[1]): int(doc["rev"]) for k, doc in found.items()}  # type: ignore[index]
+    # -- the cache ------------------------------------------------------------------
+    def _get(self, key: tuple[str, str, str]) -> _Cached | None:
+        with self._lock:
+            return self._cache.get(key)
 
     def _remember(self, key: tuple[str, str, str], entry: _Cached) -> None:
-        self._cache[key] = entry
-        self._cache.move_to_end(key)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        if entry.revision == 0:
+            return
+        size = entry.nbytes
+        with self._lock:
+            old = self._cache.pop(key, None)
+            if old is not None:
+                self._nbytes -= old.nbytes
+            if size > self.cache_bytes:
+                return
+            self._cache[key] = entry
+            self._nbytes += size
+            while self._nbytes > self.cache_bytes and self._cache:
+                _, evicted = self._cache.popitem(last=False)
+                self._nbytes -= evicted.nbytes
 
-    # -- reading -------------------------------------------------------------------
-    def history(self, app: str, user: str, catalog: str) -> list[Interaction]:
-        """Every stored interaction of a learner in a catalog, in time order."""
-        rows = [Interaction.from_doc(doc) for _, doc in self.store.scan("events", app, (user, catalog))]
-        rows.sort(key=lambda i: (i.epoch, i.item_id))
-        return rows
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the cached learner states (their arrays and checkpoints)."""
+        with self._lock:
+            return self._nbytes
+
+    def forget(self) -> None:
+        """Drop the in-process cache (after a rolled-back transaction)."""
+        with self._lock:
+            self._cache.clear()
+            self._nbytes = 0
+
+    # -- reading ----------------------------------------------------------------------
+    def history(self, app: str, user: str, catalog: str, after: float = -math.inf) -> list[Interaction]:
+        """The stored interactions of a learner in a catalog later than ``after`` (epoch
+        seconds), in time order (events sharing a timestamp: in posting order)."""
+        since = None
+        if after != -math.inf:
+            # canonical stamps sort as the instants they name: only the tail is decoded
+            since = format_timestamp(datetime.fromtimestamp(math.floor(after * 1000 - 1) / 1000, UTC))
+        rows = self.store.scan("events", app, (user, catalog), order="seq", last_after=since)
+        return _order(i for i in (Interaction.from_doc(doc) for _, doc in rows) if i.epoch > after)
 
     def state(self, app: str, user: str, catalog: CatalogModel) -> _Cached:
-        """The current learner state (from the cache, caught up, or replayed)."""
+        """The current learner state (from the cache, caught up, or rebuilt).
+
+        The caller holds the learner's lock; call it outside a store transaction
+        when possible, so that a rebuild holds up no other learner.
+        """
         catalog_id = catalog.index.catalog_id
         key = (app, user, catalog_id)
-        with self._lock:
-            revision = self._revisions(app, [(user, catalog_id)]).get((user, catalog_id), 0)
-            cached = self._cache.get(key)
-            if cached is None or cached.revision != revision or cached.fingerprint != catalog.fingerprint:
-                entry = self._replay(catalog, self.history(app, user, catalog_id), revision)
-            elif cached.state is None:
-                entry = self._replay(catalog, self.history(app, user, catalog_id), revision)
-            elif cached.pending:
-                entry = self._catch_up(app, user, catalog, cached)
-            else:
-                return cached
+        revision, log = _revision(self.store.get("learners", app, (user, catalog_id)))
+        if revision == 0:
+            return catalog.empty_entry()
+        cached = self._get(key)
+        entry = self._base(app, user, catalog, cached, revision, log)
+        if not entry.current:
+            entry = self._catch_up(app, user, catalog, entry)
+        if entry is not cached:
             self._remember(key, entry)
-            return entry
+        return entry
 
-    def _catch_up(self, app: str, user: str, catalog: CatalogModel, cached: _Cached) -> _Cached:
-        assert cached.state is not None
-        group = sorted(cached.pending, key=lambda i: (i.epoch, i.item_id))
-        if group[0].epoch < cached.latest:
-            return self._replay(catalog, self.history(app, user, catalog.index.catalog_id), cached.revision)
-        events = [e for e in (catalog.to_event(i) for i in group) if e is not None]
-        state = catalog.model.update_many(cached.state, events)
-        last_attempt = cached.last_attempt
-        if events:
-            last = events[-1]
-            last_attempt = (last.item, last.score) if last.kind == "attempt" and last.score is not None else None
-        return _Cached(cached.revision, cached.fingerprint, state, max(cached.latest, group[-1].epoch), last_attempt)
+    def _base(
+        self, app: str, user: str, catalog: CatalogModel, cached: _Cached | None, revision: int, log: list[list[float]]
+    ) -> _Cached:
+        """The cached entry relabelled to the stored ``revision`` (marked dirty where others wrote)."""
+        if cached is None or cached.fingerprint != catalog.fingerprint or cached.revision > revision:
+            return _Cached(revision, catalog.fingerprint, catalog.model.new_state(), -math.inf, None, dirty_from=-math.inf)
+        if cached.revision == revision:
+            return cached
+        # another process wrote: the revision log says from which timestamp on
+        wanted = range(cached.revision + 1, revision + 1)
+        lows = {int(r): float(e) for r, e in log}
+        low = min((lows[r] for r in wanted if r in lows), default=-math.inf)
+        if any(r not in lows for r in wanted):
+            low = -math.inf
+        if cached.pending:
+            low = min(low, min(i.epoch for i in cached.pending))
+        if cached.dirty_from is not None:
+            low = min(low, cached.dirty_from)
+        return replace(cached, revision=revision, pending=(), dirty_from=low)
+
+    def _catch_up(
+        self, app: str, user: str, catalog: CatalogModel, entry: _Cached, history: Sequence[Interaction] | None = None
+    ) -> _Cached:
+        """``entry`` with its pending events applied, or rebuilt from a checkpoint.
+
+        ``history`` is the learner's full history when the caller has it (the
+        store's, with events about to be written merged in).
+        """
+        if entry.dirty_from is None:
+            group = _order(entry.pending)
+            if group[0].epoch >= entry.latest:
+                low = group[0].epoch
+                checkpoints = tuple(c for c in entry.checkpoints if c.latest < low)
+                return self._apply(catalog, entry, group, checkpoints)
+            dirty_from = group[0].epoch
+        else:
+            dirty_from = entry.dirty_from
+            if entry.pending:
+                dirty_from = min(dirty_from, min(i.epoch for i in entry.pending))
+        valid = tuple(c for c in entry.checkpoints if c.latest < dirty_from)
+        if valid:
+            base = valid[-1]
+            start = _Cached(entry.revision, entry.fingerprint, base.state, base.latest, base.last_attempt)
+        else:
+            start = _Cached(entry.revision, entry.fingerprint, catalog.model.new_state(), -math.inf, None)
+        if history is None:
+            tail = self.history(app, user, catalog.index.catalog_id, after=start.latest)
+        else:
+            tail = [i for i in history if i.epoch > start.latest]
+        return self._apply(catalog, start, tail, valid)
 
     @staticmethod
-    def _replay(catalog: CatalogModel, history: Sequence[Interaction], revision: int) -> _Cached:
-        events = [e for e in (catalog.to_event(i) for i in history) if e is not None]
-        state = catalog.model.update_many(catalog.model.new_state(), events)
-        latest = max((float(e.timestamp) for e in events), default=-math.inf)
-        last = events[-1] if events else None
-        last_attempt = (
-            (last.item, last.score) if last is not None and last.kind == "attempt" and last.score is not None else None
-        )
-        return _Cached(revision, catalog.fingerprint, state, latest, last_attempt)
+    def _apply(
+        catalog: CatalogModel, entry: _Cached, ordered: Sequence[Interaction], checkpoints: tuple[_Checkpoint, ...]
+    ) -> _Cached:
+        """Apply interactions (in order, none earlier than ``entry.latest``), cutting checkpoints."""
+        model = catalog.model
+        state = entry.state
+        latest = entry.latest
+        last_attempt = entry.last_attempt
+        since = state.n_events - (checkpoints[-1].state.n_events if checkpoints else 0)
+        at = 0
+        n = len(ordered)
+        while at < n:
+            # the next chunk ends at a checkpoint boundary (between two distinct timestamps)
+            stop = n
+            if since + (n - at) >= CHECKPOINT_EVERY:
+                stop = at + max(1, CHECKPOINT_EVERY - since)
+                while stop < n and ordered[stop].epoch == ordered[stop - 1].epoch:
+                    stop += 1
+            chunk = ordered[at:stop]
+            events = [e for e in (catalog.to_event(i) for i in chunk) if e is not None]
+            before = state.n_events
+            state = model.update_many(state, events)
+            since += state.n_events - before
+            latest = max(latest, chunk[-1].epoch)
+            if events:
+                last = events[-1]
+                last_attempt = (last.item, last.score) if last.kind == "attempt" and last.score is not None else None
+            at = stop
+            if since >= CHECKPOINT_EVERY and (at == n or ordered[at].epoch > latest):
+                checkpoints = _thin((*checkpoints, _Checkpoint(latest, state, last_attempt)))
+                since = 0
+        return _Cached(entry.revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
 
-    # -- writing -------------------------------------------------------------------
-    def ingest(
-        self,
-        app: str,
-        interactions: Iterable[Interaction],
-        catalogs: Callable[[str], CatalogModel],
-    ) -> tuple[list[Interaction], int]:
-        """Store interactions and advance the learners' revisions.
+    # -- writing --------------------------------------------------------------------------
+    def plan(self, app: str, interactions: Iterable[Interaction]) -> Plan:
+        """Which interactions would change anything (new keys, overwrites with other content).
 
-        Returns the interactions that changed anything (new keys and overwrites
-        with other content) and how many of them were new keys. Must be called
-        inside ``store.atomic()``: the caller's transaction covers the events,
-        the revision documents and its own writes. Within one call, the last
-        version of a key wins.
+        Reads only. Within one call, the last version of a key wins; the order
+        of first appearance is the posting order.
         """
         latest_version: dict[tuple[str, str, str, str], Interaction] = {}
         for interaction in interactions:
             latest_version[interaction.key] = interaction
         if not latest_version:
-            return [], 0
+            return Plan([], 0, {}, set(), {})
         existing = self.store.get_many("events", app, list(latest_version))
         changed: list[Interaction] = []
         rewrites: set[tuple[str, str]] = set()
@@ -209,44 +373,101 @@ class Tracker:
                     continue
                 rewrites.add((interaction.user_id, interaction.catalog_id))
             changed.append(interaction)
-        if not changed:
-            return [], 0
         new = sum(1 for i in changed if i.key not in existing)
-
         by_learner: dict[tuple[str, str], list[Interaction]] = {}
         for interaction in changed:
             by_learner.setdefault((interaction.user_id, interaction.catalog_id), []).append(interaction)
-        with self._lock:
-            self.store.put_many("events", app, [(i.key, i.to_doc()) for i in changed])
-            revisions = self._revisions(app, by_learner)
-            updates = []
-            for (user, catalog_id), group in by_learner.items():
-                revision = revisions.get((user, catalog_id), 0)
-                cache_key = (app, user, catalog_id)
-                cached = self._cache.get(cache_key)
-                if cached is not None and cached.revision == revision and (user, catalog_id) not in rewrites:
-                    cached.pending.extend(group)
-                    entry = _Cached(
-                        revision + 1,
-                        cached.fingerprint,
-                        cached.state,
-                        cached.latest,
-                        cached.last_attempt,
-                        cached.pending,
-                    )
-                else:
-                    # rebuilt from the stored history when next read
-                    fingerprint = catalogs(catalog_id).fingerprint
-                    entry = _Cached(revision + 1, fingerprint, None, -math.inf, None)
-                self._remember(cache_key, entry)
-                updates.append(((user, catalog_id), {"rev": revision + 1}))
-            self.store.put_many("learners", app, updates)
-        return changed, new
+        found = self.store.get_many("learners", app, list(by_learner))
+        revisions = {(k[0], k[1]): _revision(doc) for k, doc in found.items()}
+        return Plan(changed, new, by_learner, rewrites, revisions)
 
-    def forget(self) -> None:
-        """Drop the in-process cache (after a rolled-back transaction)."""
-        with self._lock:
-            self._cache.clear()
+    def write(self, app: str, plan: Plan, *, check: bool = False) -> None:
+        """Store the plan's events and advance the learners' revisions.
+
+        Must be called inside ``store.atomic()``. With ``check``, raises
+        :class:`StaleError` (writing nothing) when a learner's revision moved
+        since the plan was made.
+        """
+        if not plan.changed:
+            return
+        found = self.store.get_many("learners", app, list(plan.by_learner))
+        now = {(k[0], k[1]): _revision(doc) for k, doc in found.items()}
+        if check and any(now.get(k, (0, []))[0] != plan.revisions.get(k, (0, []))[0] for k in plan.by_learner):
+            raise StaleError("a learner's events changed since the plan was made")
+        self.store.put_many("events", app, [(i.key, i.to_doc()) for i in plan.changed])
+        updates = []
+        for learner, group in plan.by_learner.items():
+            revision, log = now.get(learner, (0, []))
+            low = min(i.epoch for i in group)
+            log = [*log, [revision + 1, low]][-REVISION_LOG:]
+            updates.append((learner, {"rev": revision + 1, "log": log}))
+        self.store.put_many("learners", app, updates)
+
+    def advance(
+        self, app: str, plan: Plan, catalogs: Callable[[str], CatalogModel], *, compute: Iterable[tuple[str, str]] = ()
+    ) -> dict[tuple[str, str, str], _Cached]:
+        """The cache entries after the plan is written: pending events appended.
+
+        Learners in ``compute`` are brought fully up to date (may replay from a
+        checkpoint: call it outside a store transaction). The entries are
+        installed with :meth:`install` once the write has committed.
+        """
+        wanted = set(compute)
+        out: dict[tuple[str, str, str], _Cached] = {}
+        for (user, catalog_id), group in plan.by_learner.items():
+            catalog = catalogs(catalog_id)
+            key = (app, user, catalog_id)
+            revision, log = plan.revisions.get((user, catalog_id), (0, []))
+            cached = self._get(key)
+            if (user, catalog_id) not in wanted and (
+                cached is None or cached.revision != revision or cached.fingerprint != catalog.fingerprint
+            ):
+                continue  # rebuilt from the store when next read
+            if revision == 0:
+                base = _Cached(0, catalog.fingerprint, catalog.model.new_state(), -math.inf, None)
+            else:
+                base = self._base(app, user, catalog, cached, revision, log)
+            dirty = base.dirty_from
+            if (user, catalog_id) in plan.rewrites:
+                low = min(i.epoch for i in group)
+                dirty = low if dirty is None else min(dirty, low)
+            entry = replace(base, revision=revision + 1, pending=(*base.pending, *group), dirty_from=dirty)
+            if (user, catalog_id) in wanted:
+                history = None
+                if entry.dirty_from is not None or (entry.pending and _order(entry.pending)[0].epoch < entry.latest):
+                    low = min((i.epoch for i in entry.pending), default=math.inf)
+                    if entry.dirty_from is not None:
+                        low = min(low, entry.dirty_from)
+                    valid = [c.latest for c in entry.checkpoints if c.latest < low]
+                    history = self._merged_history(app, user, catalog_id, group, valid[-1] if valid else -math.inf)
+                entry = self._catch_up(app, user, catalog, entry, history)
+            out[key] = entry
+        return out
+
+    def _merged_history(
+        self, app: str, user: str, catalog_id: str, group: Sequence[Interaction], after: float
+    ) -> list[Interaction]:
+        """The stored history after ``after`` with ``group`` (about to be written) merged in."""
+        rows = {i.key: i for i in self.history(app, user, catalog_id, after)}
+        for interaction in group:
+            rows.pop(interaction.key, None)
+            if interaction.epoch > after:
+                rows[interaction.key] = interaction
+        return _order(rows.values())
+
+    def install(self, entries: Mapping[tuple[str, str, str], _Cached]) -> None:
+        """Put entries made by :meth:`advance` in the cache (after their write committed)."""
+        for key, entry in entries.items():
+            self._remember(key, entry)
+
+
+def _thin(checkpoints: tuple[_Checkpoint, ...]) -> tuple[_Checkpoint, ...]:
+    """At most :data:`MAX_CHECKPOINTS`, dropping the one whose neighbours are closest."""
+    cps = list(checkpoints)
+    while len(cps) > MAX_CHECKPOINTS:
+        gaps = [cps[k + 1].state.n_events - cps[k - 1].state.n_events for k in range(1, len(cps) - 1)]
+        del cps[1 + int(np.argmin(gaps))]
+    return tuple(cps)
 
 
 def _same_event(before: Any, after: dict[str, Any]) -> bool:
@@ -257,5 +478,3 @@ def _same_event(before: Any, after: dict[str, Any]) -> bool:
     return {k: v for k, v in before.items() if k not in strip} == {
         k: v for k, v in after.items() if k not in strip
     }
-
-

@@ -105,6 +105,17 @@ def test_scan_in_sequence_order_follows_the_last_write(store: Store) -> None:
     assert [k[0] for k, _ in store.scan("items", "app", order="key")] == ["a", "b", "c"]
 
 
+def test_scan_after_a_last_key_part_in_either_order(store: Store) -> None:
+    stamps = ["2024-01-03", "2024-01-01", "2024-01-02", "2024-01-02"]
+    store.put_many("events", "app", [(("u", "c", f"q{k}", s), {"k": k}) for k, s in enumerate(stamps)])
+    store.put_many("events", "app", [(("v", "c", "q0", "2024-01-09"), {"k": 9})])
+    after = store.scan("events", "app", ("u", "c"), order="seq", last_after="2024-01-01")
+    assert [doc["k"] for _, doc in after] == [0, 2, 3]  # type: ignore[index]
+    after = store.scan("events", "app", ("u",), last_after="2024-01-02")
+    assert [k for k, _ in after] == [("u", "c", "q0", "2024-01-03")]
+    assert [k[0] for k, _ in store.scan("events", "app", last_after="2024-01-03")] == ["v"]
+
+
 def test_delete_many_returns_what_existed(store: Store) -> None:
     store.put_many("items", "app", [(("a",), {}), (("b",), {})])
     assert store.delete_many("items", "app", [("a",), ("zz",), ("a",)]) == [("a",)]

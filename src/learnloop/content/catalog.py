@@ -11,9 +11,10 @@ arrays that every per-request computation indexes.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -221,6 +222,9 @@ class CatalogIndex:
     scorable: BoolArray
     is_theory: BoolArray
     item_positions: Mapping[str, IntArray]
+    #: per position, the item's number among the catalog's distinct items (an item in
+    #: several topics has one number at each of its positions)
+    item_code: IntArray
     tag_positions: Mapping[str, IntArray]
     content_type_positions: Mapping[str, IntArray]
     theory_refs: Mapping[str, tuple[str, ...]]
@@ -400,6 +404,7 @@ def compile_catalog(catalog: Catalog, items: Mapping[str, Item]) -> CatalogIndex
         scorable=np.asarray(scorable, dtype=bool),
         is_theory=np.asarray(is_theory, dtype=bool),
         item_positions=_positions(item_groups),
+        item_code=_item_codes(item_ids, item_groups),
         tag_positions=_positions(tag_groups),
         content_type_positions=_positions(ctype_groups),
         theory_refs=theory_refs,
@@ -408,3 +413,8 @@ def compile_catalog(catalog: Catalog, items: Mapping[str, Item]) -> CatalogIndex
         _tags=_KeyPositions.build(tag_groups),
         _content_types=_KeyPositions.build(ctype_groups),
     )
+
+
+def _item_codes(item_ids: Sequence[str], groups: Mapping[str, Any]) -> IntArray:
+    codes = {item_id: k for k, item_id in enumerate(groups)}
+    return np.fromiter((codes[i] for i in item_ids), dtype=np.int32, count=len(item_ids))

@@ -97,8 +97,17 @@ class Store(Protocol):
     def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]: ...
 
     def scan(
-        self, table: str, app: str, prefix: Key = (), *, order: Literal["key", "seq"] = "key"
-    ) -> Iterator[tuple[Key, Doc]]: ...
+        self,
+        table: str,
+        app: str,
+        prefix: Key = (),
+        *,
+        order: Literal["key", "seq"] = "key",
+        last_after: str | None = None,
+    ) -> Iterator[tuple[Key, Doc]]:
+        """The documents under ``prefix`` in key or write order; with ``last_after``,
+        only those whose key's last part is greater (e.g. events after a timestamp)."""
+        ...
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         """The keys under ``prefix``, in key order, without loading documents."""

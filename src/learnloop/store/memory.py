@@ -115,13 +115,20 @@ class MemoryStore:
         return {key: decode_doc(row[1]) for key, row in found if row is not None}
 
     def scan(
-        self, table: str, app: str, prefix: Key = (), *, order: Literal["key", "seq"] = "key"
+        self,
+        table: str,
+        app: str,
+        prefix: Key = (),
+        *,
+        order: Literal["key", "seq"] = "key",
+        last_after: str | None = None,
     ) -> Iterator[tuple[Key, Doc]]:
         prefix = tuple(prefix)
         check_prefix(table, prefix)
-        n = len(prefix)
         with self._lock:
             rows = self._under(table, app, prefix)
+        if last_after is not None:
+            rows = [row for row in rows if row[0][-1] > last_after]
         rows.sort(key=(lambda kr: kr[0]) if order == "key" else (lambda kr: kr[1][0]))
         return iter([(key, decode_doc(row[1])) for key, row in rows])
 

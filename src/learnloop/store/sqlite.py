@@ -147,10 +147,19 @@ class SQLiteStore:
         return found
 
     def scan(
-        self, table: str, app: str, prefix: Key = (), *, order: Literal["key", "seq"] = "key"
+        self,
+        table: str,
+        app: str,
+        prefix: Key = (),
+        *,
+        order: Literal["key", "seq"] = "key",
+        last_after: str | None = None,
     ) -> Iterator[tuple[Key, Doc]]:
         clause, params = self._where_prefix(table, prefix)
         width = TABLES[table]
+        if last_after is not None:
+            clause += f" AND {_KEY_COLUMNS[width - 1]} > ?"
+            params = (*params, last_after)
         order_by = "k1, k2, k3, k4" if order == "key" else "seq"
         with self._lock:
             rows = self._conn.execute(

@@ -1,0 +1,129 @@
+"""The engine's locks: a gate that ``Engine.atomic()`` closes, and per-learner locks.
+
+The concurrency model (see ``docs/concurrency.md``): every public engine method
+enters the gate in shared mode; ``Engine.atomic()`` enters it exclusively, so a
+block of several calls runs alone. Work on one learner (ingesting their events,
+bringing their state up to date, stepping their sessions) holds that learner's
+lock; calls that touch several learners take their locks in one fixed order.
+Below these, the store serialises its own transactions, and the caches have
+leaf locks that are never held while anything else is called. The order is
+always gate → learner locks → store, so no two threads can wait on each other.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import ParamSpec, TypeVar
+
+__all__ = ["Gate", "LearnerLocks", "shared"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def shared(method: Callable[P, R]) -> Callable[P, R]:
+    """Run an engine method inside the engine's gate, in shared mode."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with args[0]._gate.shared():  # type: ignore[attr-defined]
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
+class Gate:
+    """A re-entrant shared/exclusive lock (many calls at once, or one ``atomic()`` block).
+
+    A thread holding the gate exclusively may enter it again in either mode; a
+    thread holding it shared may enter it shared again (even while another
+    thread waits for exclusive access), but never exclusively.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._shared = 0
+        self._owner: int | None = None
+        self._depth = 0
+        self._waiting = 0
+        self._local = threading.local()
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        me = threading.get_ident()
+        held = getattr(self._local, "shared", 0)
+        if self._owner == me or held:
+            self._local.shared = held + 1
+            try:
+                yield
+            finally:
+                self._local.shared = held
+            return
+        with self._cond:
+            while self._owner is not None or self._waiting:
+                self._cond.wait()
+            self._shared += 1
+        self._local.shared = 1
+        try:
+            yield
+        finally:
+            self._local.shared = 0
+            with self._cond:
+                self._shared -= 1
+                if not self._shared:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        me = threading.get_ident()
+        if self._owner == me:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        if getattr(self._local, "shared", 0):
+            raise RuntimeError("engine.atomic() cannot start inside another engine call")
+        with self._cond:
+            self._waiting += 1
+            try:
+                while self._owner is not None or self._shared:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
+            self._owner = me
+            self._depth = 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._owner = None
+                self._depth = 0
+                self._cond.notify_all()
+
+
+class LearnerLocks:
+    """Striped re-entrant locks keyed by ``(app, user, catalog)``.
+
+    Several learners' locks are always taken in stripe order, so two calls
+    over overlapping sets of learners cannot deadlock.
+    """
+
+    def __init__(self, stripes: int = 256) -> None:
+        self._locks = [threading.RLock() for _ in range(stripes)]
+
+    def _stripe(self, key: tuple[str, ...]) -> int:
+        return zlib.crc32("\x1f".join(key).encode("utf-8", "surrogatepass")) % len(self._locks)
+
+    @contextmanager
+    def hold(self, keys: Iterable[tuple[str, ...]]) -> Iterator[None]:
+        stripes = sorted({self._stripe(k) for k in keys})
+        with ExitStack() as stack:
+            for s in stripes:
+                stack.enter_context(self._locks[s])
+            yield

@@ -1,0 +1,452 @@
+"""One engine under many threads, several engines (processes) on one file, and the
+learner-state cache under hostile use: regression tests of the defects found by probing."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import random
+import sys
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from learnloop import Engine
+from learnloop.api import V2Api
+from learnloop.errors import ValidationError
+from learnloop.events import format_timestamp
+from learnloop.sim import sample_course
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _stamp(seconds: float) -> str:
+    return format_timestamp(T0 + timedelta(seconds=seconds))
+
+
+def _course(engine: Engine, **kwargs: Any) -> str:
+    items, catalog = sample_course(**({"n_chapters": 2, "topics_per_chapter": 3, "items_per_topic": 4} | kwargs))
+    engine.upsert_items(items)
+    engine.upsert_catalog(catalog)
+    return catalog.catalog_id
+
+
+def _run_threads(workers: list[Callable[[], None]], timeout: float) -> list[BaseException]:
+    """Run each worker in a daemon thread; a thread still alive after ``timeout`` is a hang."""
+    errors: list[BaseException] = []
+
+    def wrap(fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                errors.append(exc)
+
+        return run
+
+    threads = [threading.Thread(target=wrap(fn), daemon=True) for fn in workers]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    hung = [t for t in threads if t.is_alive()]
+    assert not hung, f"{len(hung)} of {len(threads)} threads hung (deadlock)"
+    return errors
+
+
+# -- defect 1: a step in one thread and a status read in another must never hang ---------
+def test_adaptive_steps_and_status_reads_in_two_threads_do_not_hang(make_engine: Callable[..., Engine]) -> None:
+    engine = make_engine(seed=3)
+    cid = _course(engine)
+    api = V2Api(engine)
+    stop = time.monotonic() + 3.0
+    counter = iter(range(10**9))
+
+    def stepper() -> None:
+        context = engine.create_session({"user_id": "u", "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}})
+        events: list[dict[str, Any]] = []
+        while time.monotonic() < stop:
+            step = engine.adaptive_step(context, events)
+            assert step.recommendation is not None
+            events = [{"type": "attempt", "timestamp": _stamp(next(counter)), "score": 1.0,
+                       "recommendation_context": step.recommendation.recommendation_context}]
+
+    def reader() -> None:
+        body = json.dumps({"user_id": "u", "catalog_id": cid, "filter_list": [{}]}).encode()
+        while time.monotonic() < stop:
+            response = api.handle("POST", "/v2/user-status", body=body)
+            assert response.status == 200, response.body
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often, so that an unsafe lock order shows at once
+    try:
+        errors = _run_threads([stepper, reader, reader], timeout=30)
+    finally:
+        sys.setswitchinterval(switch)
+    assert not errors, errors
+
+
+# -- the thread test: 8 threads, every kind of call, final states equal a serial replay ----
+def _mixed_workload(engine: Engine, cid: str, seconds: float, n_threads: int = 8) -> dict[str, list[dict[str, Any]]]:
+    """Threads mixing adaptive steps, plain event upserts, status reads and content reads.
+
+    Every accepted event is recorded per user (each thread has its own users and a
+    disjoint set of timestamps), so that a serial replay can be compared with it.
+    """
+    api = V2Api(engine)
+    stop = time.monotonic() + seconds
+    accepted: dict[str, list[dict[str, Any]]] = {}
+    index = engine.catalog_index(cid)
+    pairs = [(i, index.topic_ids[index.item_topic[p]]) for p, i in enumerate(index.item_ids)]
+
+    def worker(k: int) -> Callable[[], None]:
+        rng = random.Random(k)
+
+        def run() -> None:
+            users = [f"t{k}-u{j}" for j in range(3)]
+            contexts = {
+                u: engine.create_session({"user_id": u, "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}})
+                for u in users
+            }
+            pending: dict[str, list[dict[str, Any]]] = {u: [] for u in users}
+            tick = 0
+            while time.monotonic() < stop:
+                tick += 1
+                ts = _stamp(k * 10**7 + tick * 10)  # disjoint per thread, increasing
+                user = rng.choice(users)
+                action = rng.random()
+                if action < 0.45:
+                    sent = pending[user]
+                    step = engine.adaptive_step(contexts[user], [{kk: v for kk, v in e.items() if kk[0] != "_"}
+                                                                 for e in sent])
+                    accepted.setdefault(user, []).extend(
+                        {"ts": e["timestamp"], "item": e["_item"], "topic": e["_topic"], "score": e["score"]}
+                        for e in sent
+                    )
+                    rec = step.recommendation
+                    assert rec is not None
+                    pending[user] = [{"type": "attempt", "timestamp": ts, "score": float(rng.random() < 0.6),
+                                      "recommendation_context": rec.recommendation_context,
+                                      "_item": rec.item_id, "_topic": rec.topic_id}]
+                elif action < 0.65:
+                    item, topic = rng.choice(pairs)
+                    # a late event (earlier than this user's latest) now and then
+                    late = rng.random() < 0.1
+                    stamp = _stamp(k * 10**7 + tick * 10 - (5000 if late else 0) + 1)
+                    score = float(rng.random() < 0.5)
+                    body = json.dumps({"user_id": user, "events": [
+                        {"type": "attempt", "timestamp": stamp, "catalog_id": cid, "item_id": item,
+                         "topic_id": topic, "score": score}]}).encode()
+                    response = api.handle("POST", "/v2/upsert-events", body=body)
+                    assert response.status == 200, response.body
+                    accepted.setdefault(user, []).append({"ts": stamp, "item": item, "topic": topic, "score": score})
+                elif action < 0.9:
+                    body = json.dumps({"user_id": user, "catalog_id": cid, "filter_list": [{}]}).encode()
+                    response = api.handle("POST", "/v2/user-status", body=body)
+                    assert response.status == 200, response.body
+                else:
+                    assert engine.catalog_ids() == [cid]
+                    assert len(engine.catalog(cid).topics) > 0
+
+        return run
+
+    errors = _run_threads([worker(k) for k in range(n_threads)], timeout=seconds + 60)
+    assert not errors, errors
+    return accepted
+
+
+def _serial_replay(cid: str, accepted: dict[str, list[dict[str, Any]]]) -> Engine:
+    serial = Engine(seed=3)
+    _course(serial)
+    for user, events in accepted.items():
+        ordered = sorted(events, key=lambda e: e["ts"])
+        serial.upsert_events(user, [
+            {"type": "attempt", "timestamp": e["ts"], "catalog_id": cid, "item_id": e["item"],
+             "topic_id": e["topic"], "score": e["score"]} for e in ordered
+        ])
+    return serial
+
+
+@pytest.mark.slow
+def test_eight_threads_mixing_every_call_do_not_hang_and_match_a_serial_replay(
+    make_engine: Callable[..., Engine],
+) -> None:
+    engine = make_engine(seed=3)
+    cid = _course(engine)
+    accepted = _mixed_workload(engine, cid, seconds=10.0)
+    assert sum(len(v) for v in accepted.values()) > 100
+    serial = _serial_replay(cid, accepted)
+    for user in accepted:
+        got = engine.learner_view(user, cid)
+        want = serial.learner_view(user, cid)
+        np.testing.assert_allclose(got.p_correct, want.p_correct, rtol=1e-9, atol=1e-12, err_msg=user)
+        np.testing.assert_array_equal(got.attempts, want.attempts, err_msg=user)
+        assert engine.user_status(user, cid, [{}]) == serial.user_status(user, cid, [{}])
+
+
+# -- defect 2 and the process test: several processes on one fresh SQLite file ------------
+def _process_worker(path: str, k: int, cid: str, barrier: Any, out: Any) -> None:
+    try:
+        engine = Engine.open(path, seed=7)  # the same seed in every process, as the docs show
+        barrier.wait(timeout=60)
+        contexts = []
+        accepted = []
+        for j in range(4):
+            user = f"p{k}-u{j}"
+            context = engine.create_session({"user_id": user, "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}})
+            contexts.append(context)
+            events: list[dict[str, Any]] = []
+            for n in range(6):
+                step = engine.adaptive_step(context, events)
+                accepted.extend([(user, e["timestamp"]) for e in events])
+                rec = step.recommendation
+                assert rec is not None
+                events = [{"type": "attempt", "timestamp": _stamp(k * 10**6 + j * 1000 + n), "score": 1.0,
+                           "recommendation_context": rec.recommendation_context}]
+            engine.adaptive_step(context, events)
+            accepted.extend([(user, e["timestamp"]) for e in events])
+        out.put(("ok", k, contexts, accepted))
+        engine.close()
+    except BaseException as exc:  # noqa: BLE001 - sent to the parent
+        out.put(("error", k, repr(exc), []))
+
+
+def _verify_worker(path: str, contexts: list[str], out: Any) -> None:
+    try:
+        engine = Engine.open(path, seed=7)
+        for context in contexts:
+            engine.session(context)  # raises ContextError when the context does not verify
+        out.put(("ok", len(contexts)))
+        engine.close()
+    except BaseException as exc:  # noqa: BLE001
+        out.put(("error", repr(exc)))
+
+
+def test_four_processes_on_one_fresh_sqlite_file_share_secret_sessions_and_events(tmp_path: Path) -> None:
+    path = str(tmp_path / "fresh.db")
+    setup = Engine.open(tmp_path / "content.db")  # content prepared in another file first
+    cid = _course(setup)
+    items = [i.model_dump(mode="json", exclude_none=True) for i in setup.item_database()]
+    catalog = setup.catalog(cid).model_dump(mode="json", exclude_none=True)
+    setup.close()
+
+    ctx = mp.get_context("spawn")
+    # content is written by the first process to open the file, concurrently with the others
+    barrier = ctx.Barrier(4)
+    out = ctx.Queue()
+    first = Engine.open(path, seed=7)
+    first.upsert_items(items)
+    first.upsert_catalog(catalog)
+    first.close()
+    import os
+
+    os.remove(path)  # start again from a fresh file: the secret is created by the race
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    seeder = Engine.open(path, secret=b"x" * 32)  # content only; the stored secret is not created by it
+    seeder.upsert_items(items)
+    seeder.upsert_catalog(catalog)
+    seeder.close()
+
+    procs = [ctx.Process(target=_process_worker, args=(path, k, cid, barrier, out)) for k in range(4)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=180) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    failures = [r for r in results if r[0] != "ok"]
+    assert not failures, failures
+    contexts = [c for r in results for c in r[2]]
+    accepted = [a for r in results for a in r[3]]
+    assert len(set(contexts)) == len(contexts) == 16
+
+    # every context verifies in every process (each a fresh engine on the file)
+    checks = [ctx.Process(target=_verify_worker, args=(path, contexts, out)) for _ in range(2)]
+    for p in checks:
+        p.start()
+    verdicts = [out.get(timeout=120) for _ in checks]
+    for p in checks:
+        p.join(timeout=60)
+    assert verdicts == [("ok", 16), ("ok", 16)]
+
+    # no event lost or duplicated: exactly the accepted events are stored
+    engine = Engine.open(path, seed=7)
+    stored = sorted((k[0], k[3]) for k, _ in engine.store.scan("events", "default"))
+    assert stored == sorted(accepted)
+    assert len(stored) == 16 * 6
+    for r in results:
+        for context in r[2]:
+            assert engine.session(context).recommendation_count == 7
+    engine.close()
+
+
+# -- defect 8: session ids never repeat across restarts and processes ----------------------
+def test_session_ids_do_not_repeat_across_restarts_with_the_same_seed(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    first = Engine.open(path, seed=7)
+    cid = _course(first)
+    spec = {"catalog_id": cid, "mode": {"type": "learn"}, "filter": {}}
+    a = first.create_session({"user_id": "alice"} | spec)
+    first.close()
+    second = Engine.open(path, seed=7)
+    b = second.create_session({"user_id": "bob"} | spec)
+    assert a != b
+    assert second.session(a).spec.user_id == "alice"
+    assert second.session(b).spec.user_id == "bob"
+    ids = {second.session(second.create_session({"user_id": f"u{k}"} | spec)).session_id for k in range(50)}
+    assert len(ids) == 50
+    second.close()
+
+
+def test_the_same_seed_still_gives_the_same_recommendations() -> None:
+    def play() -> list[str]:
+        engine = Engine(seed=11)
+        cid = _course(engine)
+        context = engine.create_session({"user_id": "u", "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}})
+        picks, events = [], []
+        for n in range(10):
+            step = engine.adaptive_step(context, events)
+            assert step.recommendation is not None
+            picks.append(step.recommendation.item_id)
+            events = [{"type": "attempt", "timestamp": _stamp(n), "score": float(n % 3 == 0),
+                       "recommendation_context": step.recommendation.recommendation_context}]
+        return picks
+
+    assert play() == play()
+
+
+# -- defect 4: the session filter limit counts distinct items ------------------------------
+def test_session_filter_limit_counts_distinct_items_not_topic_positions() -> None:
+    engine = Engine()
+    n = 5001
+    engine.upsert_items([{"item_id": f"q{k}", "display_name": "Q", "scorable": True} for k in range(n)])
+    refs = [{"item_id": f"q{k}"} for k in range(n)]
+    engine.upsert_catalog({"catalog_id": "c", "display_name": "C", "topics": [
+        {"topic_id": "a", "display_name": "A", "item_refs": refs},
+        {"topic_id": "b", "display_name": "B", "item_refs": refs},
+    ]})
+    context = engine.create_session({"user_id": "u", "catalog_id": "c", "mode": {"type": "learn"}, "filter": {}})
+    assert engine.adaptive_step(context).recommendation is not None
+    # above the limit, the message states the true number of distinct items
+    engine.upsert_items([{"item_id": f"r{k}", "display_name": "R", "scorable": True} for k in range(5000)])
+    refs2 = [{"item_id": f"r{k}"} for k in range(5000)]
+    engine.upsert_catalog({"catalog_id": "d", "display_name": "D", "topics": [
+        {"topic_id": "a", "display_name": "A", "item_refs": refs},
+        {"topic_id": "b", "display_name": "B", "item_refs": refs + refs2},
+    ]})
+    with pytest.raises(ValidationError, match="matches 10001 items"):
+        engine.create_session({"user_id": "u", "catalog_id": "d", "mode": {"type": "learn"}, "filter": {}})
+
+
+# -- defect 6: events sharing a timestamp are applied in posting order ----------------------
+def test_events_sharing_a_timestamp_are_applied_in_posting_order(make_engine: Callable[..., Engine]) -> None:
+    engine = make_engine(seed=1)
+    cid = _course(engine)
+    index = engine.catalog_index(cid)
+    topic = index.topic_ids[index.item_topic[0]]
+    first, second = index.item_ids[1], index.item_ids[0]  # posted against id order
+    stamp = _stamp(100)
+
+    def post(e: Engine, user: str, order: list[tuple[str, float]]) -> None:
+        e.upsert_events(user, [{"type": "attempt", "timestamp": stamp, "catalog_id": cid, "item_id": i,
+                                "topic_id": topic, "score": s} for i, s in order])
+
+    post(engine, "a", [(first, 1.0), (second, 0.0)])
+    post(engine, "b", [(second, 0.0), (first, 1.0)])
+    # the last answer posted decides which item counts as the latest failure
+    view_a, view_b = engine.learner_view("a", cid), engine.learner_view("b", cid)
+    assert view_a.last_failed == index.position(second, topic)
+    assert view_b.last_failed is None
+    # the same, when the state is rebuilt from the store (another engine on the same data)
+    engine.calibrate(cid)  # a content change: states are replayed from the stored history
+    assert engine.learner_view("a", cid).last_failed == index.position(second, topic)
+    assert engine.learner_view("b", cid).last_failed is None
+
+
+# -- defect 14: an unknown learner costs nothing to keep ------------------------------------
+def test_status_reads_of_unknown_learners_do_not_grow_memory() -> None:
+    engine = Engine()
+    _course(engine, n_chapters=10, topics_per_chapter=10, items_per_topic=100)  # 10,000 items
+    cid = engine.catalog_ids()[0]
+    engine.user_status("warm-up", cid, [{}])
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for k in range(300):
+        engine.user_status(f"guess-{k}", cid, [{}])
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert grown < 2_000_000, f"{grown / 1e6:.1f} MB kept for 300 unknown learners"
+
+
+def test_the_learner_cache_is_bounded_by_bytes() -> None:
+    engine = Engine(learner_cache_bytes=5_000_000)
+    cid = _course(engine, n_chapters=10, topics_per_chapter=10, items_per_topic=100)  # ~0.55 MB a state
+    index = engine.catalog_index(cid)
+    topic = index.topic_ids[index.item_topic[0]]
+    for k in range(40):
+        engine.upsert_events(f"u{k}", [{"type": "attempt", "timestamp": _stamp(k), "catalog_id": cid,
+                                        "item_id": index.item_ids[0], "topic_id": topic, "score": 1.0}])
+        engine.user_status(f"u{k}", cid, [{}])
+    assert engine.learner_cache_nbytes() <= 5_000_000
+    # evicted learners are rebuilt from the store, unchanged
+    assert engine.user_status("u0", cid, [{}])[0].last_interaction_timestamp == _stamp(0)
+
+
+# -- defect 15: one late event does not stall the other learners ----------------------------
+@pytest.mark.slow
+def test_a_late_event_replays_one_learner_without_blocking_the_others() -> None:
+    engine = Engine(seed=1)
+    cid = _course(engine)
+    index = engine.catalog_index(cid)
+    pairs = [(i, index.topic_ids[index.item_topic[p]]) for p, i in enumerate(index.item_ids)]
+    heavy = [{"type": "attempt", "timestamp": _stamp(10 * n), "catalog_id": cid, "item_id": pairs[n % len(pairs)][0],
+              "topic_id": pairs[n % len(pairs)][1], "score": float(n % 2)} for n in range(60_000)]
+    for at in range(0, len(heavy), 1000):
+        engine.upsert_events("heavy", heavy[at : at + 1000])
+    engine.user_status("heavy", cid, [{}])
+    light = engine.create_session({"user_id": "light", "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}})
+    engine.adaptive_step(light)
+
+    # a late event for the heavy learner: its next read replays part of its history
+    late = dict(heavy[-500], timestamp=_stamp(10 * (len(heavy) - 500) + 5))
+    engine.upsert_events("heavy", [late])
+    started = threading.Event()
+    replay_time: list[float] = []
+
+    def read_heavy() -> None:
+        started.set()
+        t = time.perf_counter()
+        engine.user_status("heavy", cid, [{}])
+        replay_time.append(time.perf_counter() - t)
+
+    thread = threading.Thread(target=read_heavy, daemon=True)
+    thread.start()
+    started.wait()
+    waits = []
+    while thread.is_alive() and len(waits) < 200:
+        t = time.perf_counter()
+        engine.adaptive_step(light)
+        waits.append(time.perf_counter() - t)
+    thread.join(60)
+    assert not thread.is_alive()
+    # the replay starts from a checkpoint near the late event, not from the first event
+    assert replay_time[0] < 0.5, f"replay of a late event took {replay_time[0]:.2f} s"
+    if waits:
+        assert max(waits) < 0.25, f"another learner waited {max(waits):.2f} s"
+
+    # and the replayed state equals a full rebuild
+    fresh = Engine(seed=1)
+    _course(fresh)
+    ordered = sorted([*heavy, late], key=lambda e: e["timestamp"])
+    for at in range(0, len(ordered), 1000):
+        fresh.upsert_events("heavy", ordered[at : at + 1000])
+    np.testing.assert_allclose(engine.learner_view("heavy", cid).p_correct, fresh.learner_view("heavy", cid).p_correct)
