@@ -38,9 +38,10 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         conn = self._conn
+        # the busy timeout first: several processes may open a fresh file at once
+        conn.execute("PRAGMA busy_timeout=10000")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={synchronous}")
-        conn.execute("PRAGMA busy_timeout=10000")
         with self.atomic():
             for table in TABLES:
                 conn.execute(
