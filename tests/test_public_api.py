@@ -108,6 +108,6 @@ def test_import_learnloop_does_not_import_optional_dependencies() -> None:
 
 def test_the_probe_would_see_an_imported_module() -> None:
     """The check above is able to fail: a module that is imported shows up."""
-    code = "import sys, json, learnloop\nprint(','.join(m for m in ['json', 'numpy'] if m in sys.modules))\n"
+    code = "import sys, json, learnloop.engine\nprint(','.join(m for m in ['json', 'numpy'] if m in sys.modules))\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "json,numpy"
