@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import secrets
 import threading
 from collections import OrderedDict
@@ -40,9 +39,9 @@ from learnloop.events import (
     format_timestamp,
     parse_timestamp,
 )
+from learnloop.recommend.step import session_step
 from learnloop.recommend import (
     AdaptiveStep,
-    AssessPolicy,
     ContextSigner,
     LearnerView,
     Policy,
@@ -355,23 +354,24 @@ class LearningMixin:
         seed = self.seed if self.seed is not None else 0
         user_key = int.from_bytes(hashlib.sha256(f"{app}\x1f{user_id}\x1f{catalog_id}".encode()).digest()[:8], "big")
         rng = np.random.default_rng((seed, user_key, entry.state.n_events))
-        eligible = mask.copy()
+        # the pure session step, over a session that lives for this call only
+        session = SessionState(
+            session_id="",
+            spec=SessionSpec.model_construct(user_id=user_id, catalog_id=catalog_id, filter=Filter(), constraints=None),
+            started_at=datetime.fromtimestamp(0, UTC),
+        )
+        given = np.zeros(index.n_items, dtype=bool)
         administered = view.attempts > 0
-        previous: int | None = None
         out: list[Suggestion] = []
         while len(out) < limit and mask.any():
-            if not eligible.any():
-                eligible = mask.copy()
-            if isinstance(policy, AssessPolicy):
-                pick = policy.select(view, eligible, previous=previous, rng=rng, administered=administered)
-            else:
-                pick = policy.select(view, eligible, previous=previous, rng=rng)
+            if not (mask & ~given).any():
+                given = np.zeros(index.n_items, dtype=bool)  # every item given: start over
+            pick, session = session_step(session, view, mask, (), policy, rng, exclude=given, administered=administered)
             if pick is None:
                 break
-            eligible[pick.position] = False
+            given[pick.position] = True
             administered = administered.copy()
             administered[pick.position] = True
-            previous = pick.position
             out.append(
                 Suggestion(
                     item_id=index.item_ids[pick.position],
@@ -590,51 +590,24 @@ class LearningMixin:
         self: Engine, app: str, session: SessionState, model: CatalogModel, entry: _Cached
     ) -> tuple[AdaptiveStep, SessionState]:
         spec = session.spec
-        index = model.index
         p = model.model.predict(entry.state)
         mask = self._mask(app, model, spec.filter)
-        eligible = mask.copy()
         constraint_masks = [self._mask(app, model, c.filter) for c in spec.constraints or ()]
-        for constraint, cmask, used in zip(spec.constraints or (), constraint_masks, session.constraint_counts, strict=True):
-            if used + 1 > math.floor(constraint.value):
-                eligible &= ~cmask
-        previous = None
-        if session.last_item is not None:
-            previous = index.position(session.last_item, session.last_topic)
         view = self._view(model, entry, p)
-        policy = self.policies[spec.mode.type]
         rng = self._session_rng(app, session, entry.state.n_events)
-        if isinstance(policy, AssessPolicy):
-            administered = np.zeros(index.n_items, dtype=bool)
-            found = [p for p in map(index.item_positions.get, session.assessed) if p is not None]
-            if found:
-                administered[np.concatenate(found)] = True
-            pick = policy.select(view, eligible, previous=previous, rng=rng, administered=administered)
-        else:
-            pick = policy.select(view, eligible, previous=previous, rng=rng)
+        pick, session = session_step(session, view, mask, constraint_masks, self.policies[spec.mode.type], rng)
         recommendation = None
         if pick is not None:
-            item_id = index.item_ids[pick.position]
-            topic_id = index.topic_ids[index.item_topic[pick.position]]
+            item_id, topic_id = session.last_item, session.last_topic
+            assert item_id is not None and topic_id is not None
             context = self._signer.sign(
-                app, "r", {"s": session.session_id, "i": item_id, "t": topic_id, "n": session.recommendation_count}
+                app, "r", {"s": session.session_id, "i": item_id, "t": topic_id, "n": session.recommendation_count - 1}
             )
             recommendation = Recommendation(
                 item_id=item_id,
                 topic_id=topic_id,
                 recommendation_context=context,
                 reason=Reason(keyword=pick.keyword, description=pick.description),
-            )
-            counts = tuple(
-                used + int(bool(cmask[pick.position]))
-                for used, cmask in zip(session.constraint_counts, constraint_masks, strict=True)
-            )
-            session = replace(
-                session,
-                recommendation_count=session.recommendation_count + 1,
-                constraint_counts=counts,
-                last_item=item_id,
-                last_topic=topic_id,
             )
         user_status = self._status(model, entry, mask, p)
         session_status = session.status(self.clock(), user_status.proficiency)

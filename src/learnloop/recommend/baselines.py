@@ -23,7 +23,13 @@ class RandomPolicy(Policy):
     name = "random"
 
     def select(
-        self, view: LearnerView, eligible: BoolArray, *, previous: int | None, rng: np.random.Generator
+        self,
+        view: LearnerView,
+        eligible: BoolArray,
+        *,
+        previous: int | None,
+        rng: np.random.Generator,
+        administered: BoolArray | None = None,
     ) -> Pick | None:
         if not eligible.any():
             return None
@@ -37,7 +43,13 @@ class FixedOrderPolicy(Policy):
     name = "fixed-order"
 
     def select(
-        self, view: LearnerView, eligible: BoolArray, *, previous: int | None, rng: np.random.Generator
+        self,
+        view: LearnerView,
+        eligible: BoolArray,
+        *,
+        previous: int | None,
+        rng: np.random.Generator,
+        administered: BoolArray | None = None,
     ) -> Pick | None:
         if not eligible.any():
             return None

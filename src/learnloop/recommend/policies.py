@@ -60,12 +60,26 @@ def _topic_name(view: LearnerView, position: int) -> str:
 
 
 class Policy:
-    """Base class: ``select(view, eligible, *, previous, rng) -> Pick | None``."""
+    """Base class of every policy; one signature for all of them.
+
+    ``select(view, eligible, *, previous, rng, administered=None) -> Pick | None``:
+    the position picked must lie in ``eligible`` (a boolean mask over the
+    catalog's positions), ``None`` exactly when ``eligible`` is empty.
+    ``previous`` is the position recommended last (or None), ``rng`` the
+    seeded generator of this step, ``administered`` the positions already
+    given in this assessment (a policy may ignore it).
+    """
 
     name = "policy"
 
     def select(
-        self, view: LearnerView, eligible: BoolArray, *, previous: int | None, rng: np.random.Generator
+        self,
+        view: LearnerView,
+        eligible: BoolArray,
+        *,
+        previous: int | None,
+        rng: np.random.Generator,
+        administered: BoolArray | None = None,
     ) -> Pick | None:
         raise NotImplementedError
 
@@ -94,7 +108,13 @@ class LearnPolicy(Policy):
     theory_first: bool = True
 
     def select(
-        self, view: LearnerView, eligible: BoolArray, *, previous: int | None, rng: np.random.Generator
+        self,
+        view: LearnerView,
+        eligible: BoolArray,
+        *,
+        previous: int | None,
+        rng: np.random.Generator,
+        administered: BoolArray | None = None,
     ) -> Pick | None:
         if not eligible.any():
             return None
@@ -236,7 +256,13 @@ class ReviewPolicy(Policy):
     min_coverage: int = 3
 
     def select(
-        self, view: LearnerView, eligible: BoolArray, *, previous: int | None, rng: np.random.Generator
+        self,
+        view: LearnerView,
+        eligible: BoolArray,
+        *,
+        previous: int | None,
+        rng: np.random.Generator,
+        administered: BoolArray | None = None,
     ) -> Pick | None:
         if not eligible.any():
             return None

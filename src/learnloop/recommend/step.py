@@ -1,0 +1,99 @@
+"""The session step as a pure function: what to recommend next, and the session after it.
+
+:func:`session_step` takes everything a step depends on (the session so far,
+the learner view, the masks of the session filter and of the constraints, the
+policy and the step's generator) and returns the pick with the session as it
+will be after the recommendation. It reads and writes nothing else, so the
+engine's ``adaptive_step`` and ``next_items``, notebooks and property tests run
+exactly the same logic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from learnloop._types import BoolArray
+from learnloop.recommend.policies import Pick, Policy
+from learnloop.recommend.session import SessionState
+from learnloop.recommend.view import LearnerView
+
+__all__ = ["administered_positions", "eligible_positions", "session_step"]
+
+
+def eligible_positions(
+    session: SessionState, mask: BoolArray, constraint_masks: Sequence[BoolArray]
+) -> BoolArray:
+    """Positions of ``mask`` still allowed by the session's constraints.
+
+    A constraint ``max_recommendations`` of value v allows floor(v)
+    recommendations of its filter's items over the whole session.
+    """
+    constraints = session.spec.constraints or ()
+    if len(constraint_masks) != len(constraints):
+        raise ValueError(f"{len(constraints)} constraints but {len(constraint_masks)} masks")
+    eligible = mask.copy()
+    for constraint, cmask, used in zip(constraints, constraint_masks, session.constraint_counts, strict=True):
+        if used + 1 > math.floor(constraint.value):
+            eligible &= ~cmask
+    return eligible
+
+
+def administered_positions(session: SessionState, view: LearnerView) -> BoolArray:
+    """Positions of the items already given in this session's assessment."""
+    index = view.index
+    administered = np.zeros(index.n_items, dtype=bool)
+    found = [p for p in map(index.item_positions.get, session.assessed) if p is not None]
+    if found:
+        administered[np.concatenate(found)] = True
+    return administered
+
+
+def session_step(
+    session: SessionState,
+    view: LearnerView,
+    mask: BoolArray,
+    constraint_masks: Sequence[BoolArray],
+    policy: Policy,
+    rng: np.random.Generator,
+    *,
+    exclude: BoolArray | None = None,
+    administered: BoolArray | None = None,
+) -> tuple[Pick | None, SessionState]:
+    """The next pick of ``policy`` and the session after recommending it.
+
+    ``exclude`` removes positions from the choice while others remain
+    (``next_items`` uses it so that a sequence does not repeat an item).
+    ``administered`` defaults to the items this session has assessed.
+    With nothing eligible the pick is None and the session is unchanged.
+    """
+    index = view.index
+    eligible = eligible_positions(session, mask, constraint_masks)
+    if exclude is not None:
+        rest = eligible & ~exclude
+        if rest.any():
+            eligible = rest
+    previous = None
+    if session.last_item is not None:
+        previous = index.position(session.last_item, session.last_topic)
+    if administered is None:
+        administered = administered_positions(session, view)
+    pick = policy.select(view, eligible, previous=previous, rng=rng, administered=administered)
+    if pick is None:
+        return None, session
+    if not eligible[pick.position]:
+        raise ValueError(f"policy {policy.name!r} picked position {pick.position}, which is not eligible")
+    counts = tuple(
+        used + int(bool(cmask[pick.position]))
+        for used, cmask in zip(session.constraint_counts, constraint_masks, strict=True)
+    )
+    return pick, replace(
+        session,
+        recommendation_count=session.recommendation_count + 1,
+        constraint_counts=counts,
+        last_item=index.item_ids[pick.position],
+        last_topic=index.topic_ids[index.item_topic[pick.position]],
+    )
