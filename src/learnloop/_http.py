@@ -14,8 +14,10 @@ from typing import Any
 __all__ = [
     "ApiResponse",
     "BodyError",
+    "check_api_keys",
     "decode_json_body",
     "header",
+    "header_problems",
     "query_list",
     "resolve_api_key",
 ]
@@ -50,18 +52,41 @@ class BodyError(ValueError):
 
 
 def header(headers: Mapping[str, str] | None, name: str) -> str | None:
-    """Case-insensitive header lookup.
+    """Case-insensitive header lookup (a header whose name or value is not a string is ignored).
 
     >>> header({"x-api-key": "k"}, "X-API-KEY")
     'k'
+    >>> header({"X-API-KEY": ["k"]}, "X-API-KEY") is None
+    True
     """
-    if not headers:
+    if not headers or not isinstance(headers, Mapping):
         return None
     wanted = name.lower()
     for key, value in headers.items():
-        if key.lower() == wanted:
-            return value
+        if isinstance(key, str) and key.lower() == wanted:
+            return value if isinstance(value, str) else None
     return None
+
+
+def header_problems(headers: object) -> list[str]:
+    """Why ``headers`` is not a mapping of strings to strings (one line per problem; empty when it is).
+
+    >>> header_problems({"X-API-KEY": "k"})
+    []
+    >>> header_problems({"X-API-KEY": ["k"], 7: "x"})
+    ["header 'X-API-KEY' must be a string, got list", 'header names must be strings, got int']
+    """
+    if headers is None:
+        return []
+    if not isinstance(headers, Mapping):
+        return [f"headers must be a mapping of names to strings, got {type(headers).__name__}"]
+    problems = []
+    for key, value in headers.items():
+        if not isinstance(key, str):
+            problems.append(f"header names must be strings, got {type(key).__name__}")
+        elif not isinstance(value, str):
+            problems.append(f"header {key[:100]!r} must be a string, got {type(value).__name__}")
+    return problems
 
 
 def decode_json_body(
@@ -132,8 +157,37 @@ def query_list(query: Mapping[str, str | list[str]] | None, name: str) -> list[s
     return out
 
 
+def check_api_keys(api_keys: Mapping[str, str] | None) -> dict[str, str] | None:
+    """A checked copy of a façade's ``api_keys`` (``None`` stays ``None``: authentication off).
+
+    Raises ValueError at construction for a key that is empty (or blank) or not a
+    string, and for an application that is not a non-empty string: an empty key
+    would let in every request that sends an empty ``X-API-KEY`` header
+    (TypeError when ``api_keys`` is not a mapping).
+
+    >>> check_api_keys({"k1": "app-1"})
+    {'k1': 'app-1'}
+    >>> check_api_keys({"": "app-1"})
+    Traceback (most recent call last):
+    ...
+    ValueError: api_keys: an API key must be a non-empty string, got ''
+    """
+    if api_keys is None:
+        return None
+    if not isinstance(api_keys, Mapping):
+        raise TypeError(f"api_keys must be a mapping of API keys to applications, got {type(api_keys).__name__}")
+    checked = dict(api_keys)
+    for key, app in checked.items():
+        if not isinstance(key, str) or not key.strip():
+            # an empty or non-string key is no secret: showing it leaks nothing
+            raise ValueError(f"api_keys: an API key must be a non-empty string, got {key!r:.40}")
+        if not isinstance(app, str) or not app:
+            raise ValueError(f"api_keys: an application must be a non-empty string, got {app!r:.60}")
+    return checked
+
+
 def resolve_api_key(api_keys: Mapping[str, str] | None, headers: Mapping[str, str] | None) -> str | None:
-    """The application owning the request's ``X-API-KEY``; ``None`` when it is missing or wrong.
+    """The application owning the request's ``X-API-KEY``; ``None`` when it is missing, empty or wrong.
 
     With ``api_keys=None`` authentication is disabled and every request belongs
     to the application ``"default"``.
@@ -142,12 +196,14 @@ def resolve_api_key(api_keys: Mapping[str, str] | None, headers: Mapping[str, st
     'app-1'
     >>> resolve_api_key({"k1": "app-1"}, {"X-API-KEY": "nope"}) is None
     True
+    >>> resolve_api_key({"": "app-1"}, {"X-API-KEY": ""}) is None
+    True
     >>> resolve_api_key(None, {})
     'default'
     """
     if api_keys is None:
         return "default"
     key = header(headers, "X-API-KEY")
-    if key is None:
+    if not key:
         return None
     return api_keys.get(key)

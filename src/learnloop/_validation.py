@@ -30,7 +30,12 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 
 def _shown(value: Any) -> str:
     """A short rendering of an offending value (containers by their type name)."""
-    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    if isinstance(value, (dict, list)):
+        return type(value).__name__
+    try:
+        shown = repr(value)
+    except ValueError:  # an integer longer than Python converts to text
+        return "an integer too long to show"
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
@@ -43,6 +48,9 @@ def _describe(error: Any) -> str:
         return f"'{where}' is not a known field"
     if kind == "too_short" and error.get("ctx", {}).get("min_length") == 1:
         return f"'{where}' must not be an empty list"
+    if kind == "value_error":  # raised by a validator of ours: its message is the explanation
+        message = str(error["msg"]).removeprefix("Value error, ")
+        return f"'{where}': {message}, got {_shown(error.get('input'))}"
     if kind == "string_pattern_mismatch":
         return f"'{where}' must match ^[a-zA-Z0-9_\\-:]{{1,128}}$, got {_shown(error['input'])}"
     return f"'{where}': {error['msg'][0].lower()}{error['msg'][1:]}, got {_shown(error.get('input'))}"

@@ -3,6 +3,9 @@
 Three kinds exist: ``attempt`` (with a score in 0..1 when the item is
 scorable), ``skip`` and ``view_theory`` (with the fraction of the theory
 reached). Timestamps are ISO 8601; a timestamp without a zone is taken as UTC.
+Only instants from :data:`MIN_TIMESTAMP` to :data:`MAX_TIMESTAMP` (UTC, both
+included) are accepted: the engine must be able to hold each one as epoch
+seconds (a float) and turn that back into a datetime.
 An event's identity is ``(user_id, catalog_id, item_id, timestamp)``: the same
 key posted again replaces the earlier version.
 """
@@ -14,11 +17,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from learnloop._types import Identifier
 
 __all__ = [
+    "MAX_TIMESTAMP",
+    "MIN_TIMESTAMP",
     "AttemptEvent",
     "ContextAttemptEvent",
     "ContextEvent",
@@ -27,32 +32,58 @@ __all__ = [
     "Interaction",
     "PlainEvent",
     "SkipEvent",
+    "TimeSpentMs",
     "ViewTheoryEvent",
     "format_timestamp",
     "parse_timestamp",
 ]
 
 
+#: The earliest instant the engine represents (UTC, included).
+MIN_TIMESTAMP = datetime(1, 1, 1, tzinfo=UTC)
+#: The latest instant the engine represents (UTC, included): the last millisecond of
+#: year 9999. Beyond it, epoch seconds as a float round up to year 10000.
+MAX_TIMESTAMP = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
+_RANGE = "0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z"
+
+
+def _in_range(moment: datetime, shown: str) -> datetime:
+    """``moment`` in UTC, when the engine can represent it; else ValueError."""
+    try:
+        utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        if MIN_TIMESTAMP <= utc <= MAX_TIMESTAMP:
+            # what the engine does with it: epoch seconds as a float, and back
+            datetime.fromtimestamp(utc.timestamp(), UTC)
+            return utc
+    except (OverflowError, ValueError, OSError):
+        pass
+    raise ValueError(f"timestamp {shown} is outside the supported range {_RANGE} (in UTC)")
+
+
 def parse_timestamp(value: str | datetime) -> datetime:
     """An aware UTC datetime from an ISO 8601 string (or datetime).
+
+    Raises ValueError for a string that is not ISO 8601 and for an instant
+    outside :data:`MIN_TIMESTAMP` .. :data:`MAX_TIMESTAMP` once in UTC.
 
     >>> parse_timestamp("2024-05-01T10:00:00+02:00")
     datetime.datetime(2024, 5, 1, 8, 0, tzinfo=datetime.timezone.utc)
     >>> parse_timestamp("2024-05-01T08:00:00Z") == parse_timestamp("2024-05-01 08:00:00")
     True
+    >>> parse_timestamp("9999-12-31T23:59:59-01:00")
+    Traceback (most recent call last):
+    ...
+    ValueError: timestamp '9999-12-31T23:59:59-01:00' is outside the supported range 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (in UTC)
     """
     if isinstance(value, datetime):
-        moment = value
-    else:
-        if not isinstance(value, str) or len(value) > 64:
-            raise ValueError(f"not an ISO 8601 timestamp: {value!r}")
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+        return _in_range(value, value.isoformat())
+    if not isinstance(value, str) or len(value) > 64:
+        raise ValueError(f"not an ISO 8601 timestamp: {value!r:.80}")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
+    return _in_range(moment, repr(value))
 
 
 def format_timestamp(moment: datetime) -> str:
@@ -66,12 +97,12 @@ def format_timestamp(moment: datetime) -> str:
     return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-#: An ISO 8601 timestamp (a zone-less one is taken as UTC), as an aware UTC datetime.
-Timestamp = Annotated[datetime, AfterValidator(_utc)]
+#: An ISO 8601 timestamp (a zone-less one is taken as UTC), as an aware UTC datetime
+#: (only instants from MIN_TIMESTAMP to MAX_TIMESTAMP: see :func:`parse_timestamp`).
+Timestamp = Annotated[datetime, AfterValidator(parse_timestamp)]
+#: A duration in milliseconds: an integer from 0 to 2**53 - 1 (the largest integer a
+#: float, and a JSON number in most clients, holds exactly).
+TimeSpentMs = Annotated[int, Field(ge=0, le=2**53 - 1)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 _CLOSED = ConfigDict(extra="forbid", frozen=True)
 
@@ -87,7 +118,7 @@ class _Plain(BaseModel):
 class AttemptEvent(_Plain):
     type: Literal["attempt"]
     score: Unit | None = None
-    time_spent_ms: NonNegativeInt | None = None
+    time_spent_ms: TimeSpentMs | None = None
 
 
 class SkipEvent(_Plain):
@@ -96,7 +127,7 @@ class SkipEvent(_Plain):
 
 class ViewTheoryEvent(_Plain):
     type: Literal["view_theory"]
-    time_spent_ms: NonNegativeInt | None = None
+    time_spent_ms: TimeSpentMs | None = None
     fraction_completed: Unit | None = None
 
 
@@ -109,7 +140,7 @@ class _WithContext(BaseModel):
 class ContextAttemptEvent(_WithContext):
     type: Literal["attempt"]
     score: Unit | None = None
-    time_spent_ms: NonNegativeInt | None = None
+    time_spent_ms: TimeSpentMs | None = None
 
 
 class ContextSkipEvent(_WithContext):
@@ -118,7 +149,7 @@ class ContextSkipEvent(_WithContext):
 
 class ContextViewTheoryEvent(_WithContext):
     type: Literal["view_theory"]
-    time_spent_ms: NonNegativeInt | None = None
+    time_spent_ms: TimeSpentMs | None = None
     fraction_completed: Unit | None = None
 
 

@@ -22,6 +22,7 @@ from learnloop.api._v1_models import (
     BulkAssets,
     Fail,
     ViewBody,
+    bounded_int,
     dump,
     metadata_problems,
     parse,
@@ -234,12 +235,13 @@ class ContentEndpoints:
         maximum = self.limits.views_per_page
         limit = maximum
         if text is not None:
-            if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= maximum:
+            parsed = bounded_int(text, 1, maximum)
+            if parsed is None:
                 raise Fail(
                     400,
                     f"query parameter 'limit' must be an integer from 1 to {maximum}, got {text[:50]!r}",
                 )
-            limit = int(text)
+            limit = parsed
         entries = [
             doc
             for _, doc in self.engine.store.scan("views", app, order="seq")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pydantic
@@ -86,13 +87,14 @@ class _Views:
 
 
 def _core_event(
-    event: ResponseSubmit | TheoryViewed, *, item_id: str, catalog_id: str
+    event: ResponseSubmit | TheoryViewed, *, item_id: str, catalog_id: str, moment: datetime
 ) -> dict[str, Any]:
     attrs = event.attributes
     out: dict[str, Any] = {
         "item_id": item_id,
         "catalog_id": catalog_id,
-        "timestamp": event.timestamp,
+        # the instant parsed here, not the text: the engine must not parse it again its own way
+        "timestamp": moment,
     }
     if isinstance(event, TheoryViewed):
         out.update(
@@ -141,13 +143,14 @@ def _check(raw: Any, where: str, views: _Views) -> tuple[list[str], _Accepted | 
         return problems, None
     user_id = internal_id(event.user.id)
     catalog_id = internal_id(attrs.view_id)
-    key = (user_id, catalog_id, item_id, format_timestamp(parse_timestamp(event.timestamp)))
+    moment = parse_timestamp(event.timestamp)  # valid: the model has checked it
+    key = (user_id, catalog_id, item_id, format_timestamp(moment))
     return [], _Accepted(
         key=key,
         offline=bool(event.is_offline_event),
         asset_ref={"asset_id": attrs.asset_id, "asset_type": "exercise" if exercise else "theory"},
         user=user_doc(event.user),
-        core=_core_event(event, item_id=item_id, catalog_id=catalog_id),
+        core=_core_event(event, item_id=item_id, catalog_id=catalog_id, moment=moment),
     )
 
 

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import pydantic
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from learnloop.api._v1_mapping import path_problem
-from learnloop.events import parse_timestamp
+from learnloop.events import TimeSpentMs, parse_timestamp
 
 __all__ = [
     "AssetBody",
@@ -26,6 +26,7 @@ __all__ = [
     "UserEventsRequest",
     "UserFilterStatusRequest",
     "ViewBody",
+    "bounded_int",
     "describe",
     "dump",
     "metadata_problems",
@@ -120,14 +121,14 @@ class ResponseSubmitAttributes(BaseModel):
     asset_id: Text
     result: Literal["correct", "incorrect", "partially_correct", "skipped"]
     score: Unit | None = None
-    time_spent_ms: NonNegativeInt | None = None
+    time_spent_ms: TimeSpentMs | None = None
 
 
 class TheoryViewedAttributes(BaseModel):
     model_config = _CLOSED
     view_id: Text
     asset_id: Text
-    time_spent_ms: NonNegativeInt | None = None
+    time_spent_ms: TimeSpentMs | None = None
     fraction_completed: Unit | None = None
 
 
@@ -222,7 +223,12 @@ def _where(prefix: str, loc: tuple[int | str, ...]) -> str:
 
 
 def _shown(value: Any) -> str:
-    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    if isinstance(value, (dict, list)):
+        return type(value).__name__
+    try:
+        shown = repr(value)
+    except ValueError:  # an integer longer than Python converts to text
+        return "an integer too long to show"
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
@@ -307,6 +313,22 @@ def single(query: Mapping[str, list[str]], name: str, *, required: bool) -> str 
     if len(values) != 1:
         raise Fail(400, f"query parameter '{name}' must be given once, got {len(values)} values")
     return values[0]
+
+
+def bounded_int(text: str, low: int, high: int) -> int | None:
+    """The decimal integer ``text`` (ASCII digits only) when it is from ``low`` to ``high``, else None.
+
+    Never converts more digits than ``high`` has (Python refuses to convert
+    integer strings of more than 4300 digits).
+
+    >>> bounded_int("0042", 1, 1000), bounded_int("1" * 5000, 1, 1000), bounded_int("-1", 1, 1000)
+    (42, None, None)
+    """
+    digits = text.lstrip("0") or "0"
+    if not text.isascii() or not text.isdigit() or len(digits) > len(str(high)):
+        return None
+    value = int(digits)
+    return value if low <= value <= high else None
 
 
 def dump(model: BaseModel) -> dict[str, Any]:

@@ -22,8 +22,10 @@ import numpy as np
 from learnloop._http import (
     ApiResponse,
     BodyError,
+    check_api_keys,
     decode_json_body,
     header,
+    header_problems,
     query_list,
     resolve_api_key,
 )
@@ -117,7 +119,8 @@ class V1Api(ContentEndpoints):
     """The v1 contract over an :class:`Engine`.
 
     ``api_keys`` maps each API key to its application (``None`` disables
-    authentication: every request then belongs to ``"default"``);
+    authentication: every request then belongs to ``"default"``; an empty key
+    or application is refused with ValueError);
     ``key_expiry`` maps a key to the aware ``datetime`` from which it answers
     402; ``clock`` (the engine's by default) tells the time for expiry.
 
@@ -141,7 +144,7 @@ class V1Api(ContentEndpoints):
         error_link: str = DEFAULT_ERROR_LINK,
     ) -> None:
         self.engine = engine
-        self.api_keys = dict(api_keys) if api_keys is not None else None
+        self.api_keys = check_api_keys(api_keys)
         self.key_expiry = {
             k: (v if v.tzinfo is not None else v.replace(tzinfo=UTC))
             for k, v in (key_expiry or {}).items()
@@ -188,7 +191,13 @@ class V1Api(ContentEndpoints):
         body: bytes | str | Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> ApiResponse:
-        """Answer one HTTP request; never raises for bad input."""
+        """Answer one HTTP request; never raises for bad input.
+
+        Arguments outside the type hints (e.g. a header or query value that is
+        not a string) are answered with a 400.
+        """
+        if not isinstance(method, str) or not isinstance(path, str):
+            return self._error(400, ["the method and the path must be strings"])
         try:
             return self._handle(method, path, query, body, headers)
         except Fail as exc:
@@ -217,6 +226,9 @@ class V1Api(ContentEndpoints):
                 ],
                 {"Allow": ", ".join(allowed)},
             )
+        problems = header_problems(headers)
+        if problems:
+            raise Fail(400, problems)
         app = self._authenticate(headers)
         params = self._query(query, query_string, _QUERY.get((name, method), frozenset()))
         decoded, raw = self._body(body, headers, method)
@@ -254,10 +266,24 @@ class V1Api(ContentEndpoints):
         merged: dict[str, list[str]] = {}
         for name, values in parse_qs(query_string, keep_blank_values=True).items():
             merged.setdefault(name, []).extend(values)
+        if query is not None and not isinstance(query, Mapping):
+            raise Fail(400, f"the query must be a mapping of names to strings, got {type(query).__name__}")
+        wrong: list[str] = []
         for name, value in (query or {}).items():
-            merged.setdefault(str(name), []).extend(
-                [value] if isinstance(value, str) else [str(v) for v in value]
-            )
+            values = [value] if isinstance(value, str) else value
+            if not isinstance(values, (list, tuple)):
+                got = type(value).__name__
+            else:
+                odd = [type(v).__name__ for v in values if not isinstance(v, str)]
+                got = f"a {type(value).__name__} holding {odd[0]}" if odd else ""
+            if got:
+                wrong.append(
+                    f"query parameter '{str(name)[:100]}' must be a string or a list of strings, got {got}"
+                )
+                continue
+            merged.setdefault(str(name), []).extend(values)
+        if wrong:
+            raise Fail(400, wrong)
         unknown = [n for n in merged if n not in known]
         if unknown:
             raise Fail(400, [f"unknown query parameter '{n[:100]}'" for n in unknown])
@@ -345,7 +371,8 @@ class V1Api(ContentEndpoints):
         body = parse(NextAssetsRequest, raw)
         maximum = self.limits.next_assets
         if not 1 <= body.limit <= maximum:
-            raise ValidationError(f"'limit' must be from 1 to {maximum}, got {body.limit}")
+            shown = str(body.limit) if abs(body.limit) < 10**20 else f"an integer of {len(str(abs(body.limit)))} digits"
+            raise ValidationError(f"'limit' must be from 1 to {maximum}, got {shown}")
         view = self._view_doc(app, body.view_id)
         catalog_id = internal_id(body.view_id)
         self._mask(app, view, body.filter)

@@ -13,19 +13,26 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
-from learnloop._http import ApiResponse, BodyError, decode_json_body, resolve_api_key
+from learnloop._http import (
+    ApiResponse,
+    BodyError,
+    check_api_keys,
+    decode_json_body,
+    header_problems,
+    resolve_api_key,
+)
 from learnloop._types import Identifier
 from learnloop._validation import describe_validation_error
 from learnloop.content import Catalog, Filter, ItemDatabaseAnnotation, ItemList
 from learnloop.engine import Engine
-from learnloop.events import ContextEvent, PlainEvent
-from learnloop.recommend.session import SessionSpec
 from learnloop.errors import (
     ContextError,
     LimitExceededError,
     NotFoundError,
     ValidationError,
 )
+from learnloop.events import ContextEvent, PlainEvent
+from learnloop.recommend.session import SessionSpec
 
 __all__ = ["V2Api"]
 
@@ -80,7 +87,8 @@ class V2Api:
     """The v2 contract over an :class:`Engine`.
 
     ``api_keys`` maps each API key to the application that owns it; ``None``
-    disables authentication (every request then belongs to ``"default"``).
+    disables authentication (every request then belongs to ``"default"``). An
+    empty key (or application) is refused with ValueError.
 
     >>> api = V2Api(Engine(seed=1), api_keys={"k": "app-1"})
     >>> api.handle("POST", "/v2/query-catalog-ids", body={}, headers={"X-API-KEY": "k"}).body
@@ -91,7 +99,7 @@ class V2Api:
 
     def __init__(self, engine: Engine, api_keys: Mapping[str, str] | None = None) -> None:
         self.engine = engine
-        self.api_keys = dict(api_keys) if api_keys is not None else None
+        self.api_keys = check_api_keys(api_keys)
         self._routes: dict[str, tuple[type[BaseModel], _Handler]] = {
             "/v2/upsert-items": (ItemList, self._upsert_items),
             "/v2/delete-items": (ItemIdsRequest, self._delete_items),
@@ -117,12 +125,21 @@ class V2Api:
         body: bytes | str | Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> ApiResponse:
-        """Answer one HTTP request; never raises for bad input."""
+        """Answer one HTTP request; never raises for bad input.
+
+        Arguments outside the type hints (e.g. a header value that is not a
+        string) are answered with a 400.
+        """
+        if not isinstance(method, str) or not isinstance(path, str):
+            return _error(400, "the method and the path must be strings")
         route = self._routes.get(path.rstrip("/") if path != "/" else path)
         if route is None:
             return _error(404, f"no endpoint at path '{path}'")
         if method.upper() != "POST":
             return _error(405, f"method {method.upper()} is not allowed on '{path}'; use POST")
+        problems = header_problems(headers)
+        if problems:
+            return _error(400, "; ".join(problems))
         app = resolve_api_key(self.api_keys, headers)
         if app is None:
             return _error(401, "missing or wrong X-API-KEY header")
@@ -187,7 +204,15 @@ class V2Api:
         return _data({"session_context": self.engine.create_session(request, app=app)})
 
     def _adaptive_engine(self, app: str, request: AdaptiveEngineRequest) -> ApiResponse:
-        step = self.engine.adaptive_step(request.session_context, request.events or (), app=app)
+        try:
+            step = self.engine.adaptive_step(request.session_context, request.events or (), app=app)
+        except ContextError as exc:
+            # the engine names the field of an event's recommendation context itself;
+            # any other context error is about the session context
+            message = str(exc)
+            if not message.startswith("events["):
+                raise ContextError(f"session_context: {message}") from None
+            raise
         return _data(step.model_dump(mode="json"))
 
     def _user_status(self, app: str, request: UserStatusRequest) -> ApiResponse:

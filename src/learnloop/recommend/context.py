@@ -52,18 +52,39 @@ class ContextSigner:
         return f"{encoded}.{self._mac(encoded.encode())}"
 
     def verify(self, token: str, *, app: str, kind: str) -> dict[str, Any]:
-        """The payload of ``token``; :class:`ContextError` when forged, foreign or of another kind."""
-        if not isinstance(token, str) or token.count(".") != 1:
+        """The payload of ``token``; :class:`ContextError` when malformed, forged, foreign or of another kind.
+
+        Never raises anything else, whatever ``token`` is (any string, or not a string).
+
+        >>> signer = ContextSigner(b"secret")
+        >>> signer.verify("abc.\u00e9", app="app-1", kind="s")
+        Traceback (most recent call last):
+        ...
+        learnloop.errors.ContextError: malformed context
+        """
+        if not isinstance(token, str) or token.count(".") != 1 or not token.isascii():
             raise ContextError("malformed context")
         encoded, mac = token.split(".")
-        if not hmac.compare_digest(mac, self._mac(encoded.encode())):
+        if not encoded or not mac:
+            raise ContextError("malformed context")
+        # bytes on both sides: compare_digest refuses str holding non-ASCII characters
+        if not hmac.compare_digest(mac.encode("ascii"), self._mac(encoded.encode("ascii")).encode("ascii")):
             raise ContextError("context signature does not verify (forged or altered)")
         try:
             body = json.loads(_unb64(encoded))
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise ContextError("malformed context") from None
-        if body.get("a") != app:
+        # a verified token was signed with the secret, so this only fails for tokens not
+        # made by sign() (another version, or someone holding the secret)
+        if (
+            not isinstance(body, dict)
+            or not isinstance(body.get("a"), str)
+            or not isinstance(body.get("k"), str)
+            or not isinstance(body.get("p"), dict)
+        ):
+            raise ContextError("malformed context")
+        if body["a"] != app:
             raise ContextError("context belongs to another application")
-        if body.get("k") != kind:
+        if body["k"] != kind:
             raise ContextError(f"not a {'session' if kind == 's' else 'recommendation'} context")
         return body["p"]

@@ -43,11 +43,14 @@ class StoppingConditions(BaseModel):
 
 
 class SessionConstraint(BaseModel):
-    """At most ``value`` recommendations, in the whole session, of items matching ``filter``."""
+    """At most ``value`` recommendations, in the whole session, of items matching ``filter``.
+
+    ``value`` is a finite number >= 0 (a fraction is rounded down when the constraint is applied).
+    """
 
     model_config = _CLOSED
     type: Literal["max_recommendations"]
-    value: float = Field(ge=0.0)
+    value: float = Field(ge=0.0, allow_inf_nan=False)
     filter: Filter
 
 
