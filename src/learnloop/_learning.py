@@ -483,7 +483,10 @@ class LearningMixin:
     def session(self: Engine, session_context: str, *, app: str = "default") -> SessionState:
         """The stored state of the session a context names."""
         payload = self._signer.verify(session_context, app=app, kind="s")
-        return self._session_by_id(app, payload["id"])
+        session_id = payload.get("id")
+        if not isinstance(session_id, str) or not session_id:
+            raise ContextError("malformed context")
+        return self._session_by_id(app, session_id)
 
     def _session_by_id(self: Engine, app: str, session_id: str) -> SessionState:
         doc = self.store.get("sessions", app, (session_id,))
@@ -531,6 +534,9 @@ class LearningMixin:
                 rec = self._signer.verify(event.recommendation_context, app=app, kind="r")
             except ContextError as exc:
                 problems.append(f"{where}.recommendation_context: {exc}")
+                continue
+            if not all(isinstance(rec.get(k), str) for k in ("s", "i", "t")):
+                problems.append(f"{where}.recommendation_context: malformed context")
                 continue
             if rec["s"] != session.session_id:
                 problems.append(f"{where}.recommendation_context: it belongs to another session")

@@ -186,7 +186,10 @@ class Interaction:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stamp", format_timestamp(self.timestamp))
-        object.__setattr__(self, "epoch", self.timestamp.timestamp())
+        # the instant of the canonical stamp (milliseconds), so that an event read back
+        # from the store and the same event as posted fall at the same time
+        moment = self.timestamp
+        object.__setattr__(self, "epoch", moment.replace(microsecond=moment.microsecond // 1000 * 1000).timestamp())
 
     @property
     def key(self) -> tuple[str, str, str, str]:

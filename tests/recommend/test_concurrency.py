@@ -450,3 +450,20 @@ def test_a_late_event_replays_one_learner_without_blocking_the_others() -> None:
     for at in range(0, len(ordered), 1000):
         fresh.upsert_events("heavy", ordered[at : at + 1000])
     np.testing.assert_allclose(engine.learner_view("heavy", cid).p_correct, fresh.learner_view("heavy", cid).p_correct)
+
+
+# -- a signed context whose payload lacks a field is the documented 400, not a KeyError ----------
+def test_a_signed_context_without_its_fields_is_a_400(make_engine: Callable[..., Engine]) -> None:
+    engine = make_engine(seed=1)
+    cid = _course(engine)
+    api = V2Api(engine)
+    bad_session = engine._signer.sign("default", "s", {"x": 1})
+    body = json.dumps({"session_context": bad_session, "events": []}).encode()
+    response = api.handle("POST", "/v2/adaptive-engine", body=body)
+    assert response.status == 400 and "malformed context" in response.body["error"]["message"]
+    context = engine.create_session({"user_id": "u", "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}})
+    bad_rec = engine._signer.sign("default", "r", {"s": 1})
+    body = json.dumps({"session_context": context, "events": [
+        {"type": "attempt", "timestamp": _stamp(1), "score": 1.0, "recommendation_context": bad_rec}]}).encode()
+    response = api.handle("POST", "/v2/adaptive-engine", body=body)
+    assert response.status == 400 and "recommendation_context: malformed context" in response.body["error"]["message"]
