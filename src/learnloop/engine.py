@@ -5,51 +5,44 @@ methods; notebooks and services may call them directly. Every method takes
 the owning application as ``app`` (one application never sees another's
 data); every write validates everything first and then applies all of it in
 one store transaction, or nothing.
+
+The engine is composed of three parts with one job each, which it owns and
+whose calls it runs inside its gate (see :mod:`learnloop._locks`): the
+content repository (items, catalogs and their compiled forms), the learners
+(events, learner states, status, calibration) and the sessions (signed
+contexts, the adaptive step).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from os import PathLike
 from typing import Any, Literal
 
-
-from learnloop._learning import LearningMixin
-from learnloop._locks import Gate, LearnerLocks, shared
+from learnloop._content_repo import DEFAULT_APP, ContentRepository
+from learnloop._learners import ContextEvents, Learners, PlainEvents
+from learnloop._locks import Gate, shared
+from learnloop._options import LearnerOptions
+from learnloop._sessions import Sessions
+from learnloop._tracking import DEFAULT_CACHE_BYTES, CatalogModel
 from learnloop._types import BoolArray, Clock
-from learnloop._validation import parse
-from learnloop.content import (
-    Catalog,
-    CatalogIndex,
-    Filter,
-    Item,
-    ItemAnnotation,
-    compile_catalog,
-    compile_filter,
-    validate_catalog,
-)
-from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
+from learnloop.content import Catalog, CatalogIndex, Filter, Item, ItemAnnotation
 from learnloop.limits import Limits
-from learnloop.recommend import Policy
+from learnloop.recommend import AdaptiveStep, LearnerView, Policy, SessionSpec, SessionState, Suggestion, UserStatus
+from learnloop.recommend import policy_for
 from learnloop.store import MemoryStore, SQLiteStore, Store
+from learnloop.tracing import Status
 
 __all__ = ["Engine"]
-
-DEFAULT_APP = "default"
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _dump(model: Any) -> dict[str, Any]:
-    return model.model_dump(mode="json", exclude_none=True)
-
-
-class Engine(LearningMixin):
+class Engine:
     """An adaptive learning engine over one store.
 
     >>> engine = Engine(seed=7)
@@ -69,19 +62,47 @@ class Engine(LearningMixin):
         limits: Limits | None = None,
         secret: bytes | None = None,
         policies: Mapping[str, Policy] | None = None,
-        learner_options: Mapping[str, Any] | None = None,
+        learner_options: LearnerOptions | Mapping[str, Any] | None = None,
         learner_cache_bytes: int | None = None,
     ) -> None:
         self.seed = seed
-        self.clock: Clock = clock or _utc_now
         self.store: Store = store if store is not None else MemoryStore()
         self.limits = limits or Limits()
+        self.learner_options = LearnerOptions.of(learner_options)
+        self.policies: dict[str, Policy] = {m: policy_for(m) for m in ("learn", "review", "assess")}
+        if policies:
+            self.policies.update(policies)
         self._gate = Gate()
-        self._learner_locks = LearnerLocks()
-        self._cache_lock = threading.Lock()  # a leaf: guards the content caches only
-        # (app, catalog_id) -> (content version, compiled index)
-        self._indexes: dict[tuple[str, str], tuple[int, CatalogIndex]] = {}
-        self._init_learning(secret, policies, learner_options, learner_cache_bytes)
+        self._content = ContentRepository(self.store, self.limits, self.learner_options)
+        self._learners = Learners(
+            self.store,
+            self._content,
+            self.limits,
+            clock or _utc_now,
+            cache_bytes=DEFAULT_CACHE_BYTES if learner_cache_bytes is None else learner_cache_bytes,
+        )
+        self._sessions = Sessions(
+            self.store,
+            self._content,
+            self._learners,
+            self.limits,
+            clock or _utc_now,
+            seed=seed,
+            secret=secret,
+            policies=self.policies,
+        )
+        self.clock = clock or _utc_now
+
+    @property
+    def clock(self) -> Clock:
+        """The engine's clock (session durations, recall); may be replaced at any time."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self._clock = clock
+        self._learners.clock = clock
+        self._sessions.clock = clock
 
     @classmethod
     def open(
@@ -94,7 +115,7 @@ class Engine(LearningMixin):
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         secret: bytes | None = None,
         policies: Mapping[str, Policy] | None = None,
-        learner_options: Mapping[str, Any] | None = None,
+        learner_options: LearnerOptions | Mapping[str, Any] | None = None,
         learner_cache_bytes: int | None = None,
     ) -> Engine:
         """An engine on the SQLite file at ``path`` (created when absent).
@@ -128,8 +149,9 @@ class Engine(LearningMixin):
 
         The block runs alone: other threads' engine calls wait until it ends
         (the engine's gate is held exclusively, then the store's transaction
-        is opened), and it may call any engine method. When the block raises, the in-process caches (compiled catalogs,
-        learner states) are dropped too, since they may reflect undone writes.
+        is opened), and it may call any engine method. When the block raises,
+        the in-process caches (compiled catalogs, learner states) are dropped
+        too, since they may reflect undone writes.
 
         >>> engine = Engine()
         >>> try:
@@ -146,58 +168,26 @@ class Engine(LearningMixin):
                 with self.store.atomic():
                     yield
             except BaseException:
-                with self._cache_lock:
-                    self._indexes.clear()
-                    self._models.clear()
-                self._tracker.forget()
+                self._content.clear_caches()
+                self._learners.tracker.forget()
                 raise
 
-    # -- content version: compiled catalogs are cached until content changes ---
-    def _content_version(self, app: str) -> int:
-        doc = self.store.get("meta", app, ("content_version",))
-        return 0 if doc is None else int(doc["v"])  # type: ignore[index]
+    def learner_cache_nbytes(self) -> int:
+        """Bytes held by the in-process cache of learner states (bounded by ``learner_cache_bytes``)."""
+        return self._learners.learner_cache_nbytes()
 
-    def _bump_content_version(self, app: str) -> None:
-        self.store.put_many("meta", app, [(("content_version",), {"v": self._content_version(app) + 1})])
-
-    # -- items -------------------------------------------------------------------
-    @staticmethod
-    def _items(items: Iterable[Item | Mapping[str, Any]]) -> list[Item]:
-        parsed = [parse(Item, item, where=f"items[{k}]") for k, item in enumerate(items)]
-        counts: dict[str, int] = {}
-        for item in parsed:
-            counts[item.item_id] = counts.get(item.item_id, 0) + 1
-        dups = [f"item '{k}' appears {n} times in one upload" for k, n in counts.items() if n > 1]
-        if dups:
-            raise ValidationError(dups)
-        return parsed
-
+    # -- content ------------------------------------------------------------------
     @shared
     def upsert_items(self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP) -> None:
         """Insert or update items of ``app``'s item database (all or none)."""
-        parsed = self._items(items)
-        with self.store.atomic():
-            existing = {k[0] for k in self.store.keys("items", app)}
-            total = len(existing) + sum(1 for i in parsed if i.item_id not in existing)
-            if total > self.limits.max_items:
-                raise LimitExceededError("items in the item database", total, self.limits.max_items)
-            self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
-            self._bump_content_version(app)
+        return self._content.upsert_items(items, app=app)
 
     @shared
     def replace_item_database(
         self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP
     ) -> None:
         """Make ``app``'s item database exactly ``items``: items not included are removed."""
-        parsed = self._items(items)
-        if len(parsed) > self.limits.max_items:
-            raise LimitExceededError("items in the item database", len(parsed), self.limits.max_items)
-        keep = {i.item_id for i in parsed}
-        with self.store.atomic():
-            stale = [k for k in self.store.keys("items", app) if k[0] not in keep]
-            self.store.delete_many("items", app, stale)
-            self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
-            self._bump_content_version(app)
+        return self._content.replace_item_database(items, app=app)
 
     @shared
     def delete_items(self, item_ids: Iterable[str], *, app: str = DEFAULT_APP) -> list[str]:
@@ -206,101 +196,176 @@ class Engine(LearningMixin):
         Catalogs that still reference a deleted item keep the reference as
         stored, but the item leaves their item order: it is never recommended.
         """
-        with self.store.atomic():
-            deleted = self.store.delete_many("items", app, [(i,) for i in dict.fromkeys(item_ids)])
-            if deleted:
-                self._bump_content_version(app)
-        return [k[0] for k in deleted]
+        return self._content.delete_items(item_ids, app=app)
 
     @shared
     def item_database(self, *, app: str = DEFAULT_APP) -> list[Item]:
         """Every item of ``app``, ordered by id."""
-        return [Item.model_validate(doc) for _, doc in self.store.scan("items", app)]
+        return self._content.item_database(app=app)
 
     @shared
     def get_items(self, item_ids: Iterable[str], *, app: str = DEFAULT_APP) -> dict[str, Item]:
-        found = self.store.get_many("items", app, [(i,) for i in item_ids])
-        return {k[0]: Item.model_validate(doc) for k, doc in found.items()}
+        return self._content.get_items(item_ids, app=app)
 
-    # -- annotations --------------------------------------------------------------
     @shared
     def upsert_annotations(
         self, annotations: Iterable[ItemAnnotation | Mapping[str, Any]], *, app: str = DEFAULT_APP
     ) -> None:
         """Store item annotations (kept apart from the items, used offline only)."""
-        parsed = [parse(ItemAnnotation, a, where=f"item_annotations[{k}]") for k, a in enumerate(annotations)]
-        with self.store.atomic():
-            self.store.put_many("annotations", app, [((a.item_id,), _dump(a)) for a in parsed])
+        return self._content.upsert_annotations(annotations, app=app)
 
     @shared
     def annotations(self, *, app: str = DEFAULT_APP) -> dict[str, ItemAnnotation]:
-        return {k[0]: ItemAnnotation.model_validate(d) for k, d in self.store.scan("annotations", app)}
+        return self._content.annotations(app=app)
 
-    # -- catalogs -----------------------------------------------------------------
     @shared
     def upsert_catalog(self, catalog: Catalog | Mapping[str, Any], *, app: str = DEFAULT_APP) -> None:
         """Create or replace a catalog after checking every rule (all problems reported at once)."""
-        cat = parse(Catalog, catalog)
-        limits = self.limits
-        if len(cat.topics) > limits.max_topics_per_catalog:
-            raise LimitExceededError(
-                "topics per catalog", len(cat.topics), limits.max_topics_per_catalog, cat.catalog_id
-            )
-        if cat.item_ref_count > limits.max_topic_item_refs:
-            raise LimitExceededError(
-                "topic item refs per catalog", cat.item_ref_count, limits.max_topic_item_refs, cat.catalog_id
-            )
-        with self.store.atomic():
-            known = {k[0] for k in self.store.keys("items", app)}
-            problems = validate_catalog(cat, known)
-            if problems:
-                raise ValidationError([f"catalog '{cat.catalog_id}': {p}" for p in problems])
-            exists = self.store.get("catalogs", app, (cat.catalog_id,)) is not None
-            if not exists and self.store.count("catalogs", app) >= limits.max_catalogs:
-                raise LimitExceededError("catalogs", self.store.count("catalogs", app) + 1, limits.max_catalogs)
-            self.store.put_many("catalogs", app, [((cat.catalog_id,), _dump(cat))])
-            self._bump_content_version(app)
+        return self._content.upsert_catalog(catalog, app=app)
 
     @shared
     def catalog(self, catalog_id: str, *, app: str = DEFAULT_APP) -> Catalog:
-        doc = self.store.get("catalogs", app, (catalog_id,))
-        if doc is None:
-            raise NotFoundError("catalog", catalog_id)
-        return Catalog.model_validate(doc)
+        return self._content.catalog(catalog_id, app=app)
 
     @shared
     def catalog_ids(self, *, app: str = DEFAULT_APP) -> list[str]:
-        return [k[0] for k in self.store.keys("catalogs", app)]
+        return self._content.catalog_ids(app=app)
 
     @shared
     def delete_catalog(self, catalog_id: str, *, app: str = DEFAULT_APP) -> None:
-        with self.store.atomic():
-            if not self.store.delete_many("catalogs", app, [(catalog_id,)]):
-                raise NotFoundError("catalog", catalog_id)
-            self._bump_content_version(app)
+        return self._content.delete_catalog(catalog_id, app=app)
 
     @shared
     def catalog_index(self, catalog_id: str, *, app: str = DEFAULT_APP) -> CatalogIndex:
         """The compiled catalog (cached until ``app``'s content changes)."""
-        version = self._content_version(app)
-        with self._cache_lock:
-            cached = self._indexes.get((app, catalog_id))
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        # compiled outside the lock: the version was read first, so the content is at least as new
-        cat = self.catalog(catalog_id, app=app)
-        ids = {ref.item_id for t in cat.topics for ref in t.item_refs or ()}
-        index = compile_catalog(cat, self.get_items(ids, app=app))
-        with self._cache_lock:
-            current = self._indexes.get((app, catalog_id))
-            if current is None or current[0] <= version:
-                self._indexes[(app, catalog_id)] = (version, index)
-        return index
+        return self._content.catalog_index(catalog_id, app=app)
 
     @shared
     def filter_mask(
         self, catalog_id: str, flt: Filter | Mapping[str, Any] | None, *, app: str = DEFAULT_APP
     ) -> BoolArray:
         """The boolean mask of a filter over the catalog's item order."""
-        parsed = None if flt is None else parse(Filter, flt, where="filter")
-        return compile_filter(self.catalog_index(catalog_id, app=app), parsed)
+        return self._content.filter_mask(catalog_id, flt, app=app)
+
+    @shared
+    def catalog_model(self, catalog_id: str, *, app: str = "default") -> CatalogModel:
+        """The compiled catalog with its learner model (cached until content changes)."""
+        return self._content.catalog_model(catalog_id, app=app)
+
+    # -- learners -----------------------------------------------------------------
+    @shared
+    def upsert_events(self, user_id: str, events: PlainEvents, *, app: str = "default") -> int:
+        """Store events outside a session (all or none); returns how many were new."""
+        return self._learners.upsert_events(user_id, events, app=app)
+
+    @shared
+    def user_status(
+        self: Engine,
+        user_id: str,
+        catalog_id: str,
+        filters: Sequence[Filter | Mapping[str, Any] | None],
+        *,
+        app: str = "default",
+    ) -> list[UserStatus]:
+        """The v2 status of a learner over each filter, in the order given."""
+        return self._learners.user_status(user_id, catalog_id, filters, app=app)
+
+    @shared
+    def status_v1(
+        self, user_id: str, catalog_id: str, masks: Sequence[BoolArray], *, app: str = "default"
+    ) -> list[Status]:
+        """The learner's status over each boolean mask of the catalog's item order.
+
+        Every figure of :class:`~learnloop.tracing.Status`, for the v1 dialect
+        (``skill_level``, ``display_skill``, ``progress``). ``display_skill`` is
+        not smoothed with an earlier value: it is ``skill_level * sqrt(progress)``,
+        so that reading a status never changes it.
+        """
+        return self._learners.status_v1(user_id, catalog_id, masks, app=app)
+
+    @shared
+    def known_events(
+        self, keys: Iterable[tuple[str, str, str, str]], *, app: str = "default"
+    ) -> set[tuple[str, str, str, str]]:
+        """Which ``(user_id, catalog_id, item_id, timestamp)`` event keys are stored.
+
+        Timestamps may be any ISO 8601 form; the keys returned carry the
+        canonical one (:func:`~learnloop.events.format_timestamp`).
+        """
+        return self._learners.known_events(keys, app=app)
+
+    @shared
+    def ability(
+        self, user_id: str, catalog_id: str, topic_id: str | None = None, *, app: str = "default"
+    ) -> tuple[float, float]:
+        """The posterior mean and standard deviation of a learner's ability (logits) on a
+        topic, or overall when ``topic_id`` is None."""
+        return self._learners.ability(user_id, catalog_id, topic_id, app=app)
+
+    @shared
+    def learner_view(self, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
+        """What the policies see of a learner now (for notebooks and tests)."""
+        return self._learners.learner_view(user_id, catalog_id, app=app)
+
+    @shared
+    def calibrate(
+        self: Engine,
+        catalog_id: str,
+        *,
+        model: str = "rasch",
+        exclude_users: Iterable[str] = (),
+        min_responses: int = 1,
+        progress: bool = False,
+        app: str = "default",
+    ) -> dict[str, dict[str, float]]:
+        """Calibrate item difficulty (and discrimination, 2PL) from the event log.
+
+        Every scored attempt on the catalog's scorable items by users not in
+        ``exclude_users`` enters the fit; each item's prior is centred on its
+        cold-start difficulty, so sparse items stay near it. The result is
+        stored and used by the learner model from then on (learner states are
+        rebuilt). Returns ``{item_id: {"b": ..., "a": ..., "n": responses}}``.
+        """
+        return self._learners.calibrate(catalog_id, model=model, exclude_users=exclude_users, min_responses=min_responses, progress=progress, app=app)
+
+    # -- sessions -----------------------------------------------------------------
+    @shared
+    def next_items(
+        self: Engine,
+        user_id: str,
+        catalog_id: str,
+        *,
+        mode: str = "learn",
+        filter: Filter | Mapping[str, Any] | None = None,
+        mask: BoolArray | None = None,
+        limit: int = 1,
+        app: str = "default",
+    ) -> list[Suggestion]:
+        """A sequence of ``limit`` items for a learner outside a session.
+
+        No item repeats while the filter has items not yet in the sequence;
+        after that the sequence starts over. ``mask`` (a boolean array over the
+        catalog's item order) may replace ``filter``.
+        """
+        return self._sessions.next_items(user_id, catalog_id, mode=mode, filter=filter, mask=mask, limit=limit, app=app)
+
+    @shared
+    def create_session(self, spec: SessionSpec | Mapping[str, Any], *, app: str = "default") -> str:
+        """Create an adaptive session; returns its opaque, signed ``session_context``."""
+        return self._sessions.create_session(spec, app=app)
+
+    @shared
+    def session(self, session_context: str, *, app: str = "default") -> SessionState:
+        """The stored state of the session a context names."""
+        return self._sessions.session(session_context, app=app)
+
+    @shared
+    def adaptive_step(
+        self, session_context: str, events: ContextEvents = (), *, app: str = "default"
+    ) -> AdaptiveStep:
+        """Ingest the events, update the learner, recommend the next item, report the status.
+
+        When no eligible item is left (the filter matches nothing, or the
+        constraints exclude everything) the recommendation is ``None``.
+        """
+        return self._sessions.adaptive_step(session_context, events, app=app)

@@ -694,7 +694,7 @@ def test_a_store_failure_mid_call_rolls_back(loaded: Client, engine: Engine, cal
     def explode(app: str) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(engine, "_bump_content_version", explode)  # the last write of each call
+    monkeypatch.setattr(engine._content, "bump_version", explode)  # the last write of each call
     args: dict[str, Any] = {
         "upsert_items": [item("new"), item("q1", display_name="changed")],
         "replace_item_database": [item("only")],

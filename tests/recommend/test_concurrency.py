@@ -457,12 +457,12 @@ def test_a_signed_context_without_its_fields_is_a_400(make_engine: Callable[...,
     engine = make_engine(seed=1)
     cid = _course(engine)
     api = V2Api(engine)
-    bad_session = engine._signer.sign("default", "s", {"x": 1})
+    bad_session = engine._sessions._signer.sign("default", "s", {"x": 1})
     body = json.dumps({"session_context": bad_session, "events": []}).encode()
     response = api.handle("POST", "/v2/adaptive-engine", body=body)
     assert response.status == 400 and "malformed context" in response.body["error"]["message"]
     context = engine.create_session({"user_id": "u", "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}})
-    bad_rec = engine._signer.sign("default", "r", {"s": 1})
+    bad_rec = engine._sessions._signer.sign("default", "r", {"s": 1})
     body = json.dumps({"session_context": context, "events": [
         {"type": "attempt", "timestamp": _stamp(1), "score": 1.0, "recommendation_context": bad_rec}]}).encode()
     response = api.handle("POST", "/v2/adaptive-engine", body=body)

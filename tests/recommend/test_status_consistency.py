@@ -25,7 +25,7 @@ def test_user_status_matches_the_learner_model(seed: int) -> None:
     run_session(engine, catalog_id=cid, user_id="u", learner=learner, mode="learn", steps=15, clock=clock)
     filters = [{}, {"include_topic_ids": ["ch1"]}, {"include_content_types": ["theory"]}, {"include_tags": ["hard"]}]
     got = engine.user_status("u", cid, filters)
-    state = engine._tracker.state("default", "u", model).state
+    state = engine._learners.state("default", "u", model).state
     for flt, status in zip(filters, got, strict=True):
         expected = model.model.status(state, engine.filter_mask(cid, flt))
         assert status.progress == pytest.approx(expected.progress)

@@ -1,0 +1,223 @@
+"""The content repository: items, annotations, catalogs and their compiled forms.
+
+Part of the :class:`~learnloop.engine.Engine` (which owns one and takes the
+locks); every write validates first, then applies all of it in one store
+transaction. Compiled catalogs, learner models and filter masks are cached
+until the application's content version changes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from learnloop._options import LearnerOptions
+from learnloop._tracking import CatalogModel
+from learnloop._types import BoolArray
+from learnloop._validation import parse
+from learnloop.content import (
+    Catalog,
+    CatalogIndex,
+    Filter,
+    Item,
+    ItemAnnotation,
+    compile_catalog,
+    compile_filter,
+    validate_catalog,
+)
+from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
+from learnloop.limits import Limits
+from learnloop.store import Store
+
+__all__ = ["ContentRepository"]
+
+DEFAULT_APP = "default"
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    return model.model_dump(mode="json", exclude_none=True)
+
+
+def _filter_key(flt: Filter | None) -> str:
+    return "" if flt is None else json.dumps(flt.model_dump(exclude_none=True), sort_keys=True)
+
+
+class ContentRepository:
+    """Items, annotations and catalogs of every application in one store, with their caches."""
+
+    def __init__(self, store: Store, limits: Limits, learner_options: LearnerOptions) -> None:
+        self.store = store
+        self.limits = limits
+        self.learner_options = learner_options
+        self._cache_lock = threading.Lock()  # a leaf: guards the caches only
+        # (app, catalog_id) -> (content version, compiled index)
+        self._indexes: dict[tuple[str, str], tuple[int, CatalogIndex]] = {}
+        self._models: dict[tuple[str, str], tuple[Any, int, CatalogModel]] = {}
+        self._masks: OrderedDict[tuple[str, str, str, str], BoolArray] = OrderedDict()
+
+    def clear_caches(self) -> None:
+        """Drop every compiled form (after a rolled-back transaction)."""
+        with self._cache_lock:
+            self._indexes.clear()
+            self._models.clear()
+            self._masks.clear()
+
+    # -- content version: compiled catalogs are cached until content changes ---
+    def version(self, app: str) -> int:
+        doc = self.store.get("meta", app, ("content_version",))
+        return 0 if doc is None else int(doc["v"])  # type: ignore[index]
+
+    def bump_version(self, app: str) -> None:
+        self.store.put_many("meta", app, [(("content_version",), {"v": self.version(app) + 1})])
+
+    # -- items -------------------------------------------------------------------
+    @staticmethod
+    def _items(items: Iterable[Item | Mapping[str, Any]]) -> list[Item]:
+        parsed = [parse(Item, item, where=f"items[{k}]") for k, item in enumerate(items)]
+        counts: dict[str, int] = {}
+        for item in parsed:
+            counts[item.item_id] = counts.get(item.item_id, 0) + 1
+        dups = [f"item '{k}' appears {n} times in one upload" for k, n in counts.items() if n > 1]
+        if dups:
+            raise ValidationError(dups)
+        return parsed
+
+    def upsert_items(self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP) -> None:
+        parsed = self._items(items)
+        with self.store.atomic():
+            existing = {k[0] for k in self.store.keys("items", app)}
+            total = len(existing) + sum(1 for i in parsed if i.item_id not in existing)
+            if total > self.limits.max_items:
+                raise LimitExceededError("items in the item database", total, self.limits.max_items)
+            self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
+            self.bump_version(app)
+
+    def replace_item_database(
+        self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP
+    ) -> None:
+        parsed = self._items(items)
+        if len(parsed) > self.limits.max_items:
+            raise LimitExceededError("items in the item database", len(parsed), self.limits.max_items)
+        keep = {i.item_id for i in parsed}
+        with self.store.atomic():
+            stale = [k for k in self.store.keys("items", app) if k[0] not in keep]
+            self.store.delete_many("items", app, stale)
+            self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
+            self.bump_version(app)
+
+    def delete_items(self, item_ids: Iterable[str], *, app: str = DEFAULT_APP) -> list[str]:
+        with self.store.atomic():
+            deleted = self.store.delete_many("items", app, [(i,) for i in dict.fromkeys(item_ids)])
+            if deleted:
+                self.bump_version(app)
+        return [k[0] for k in deleted]
+
+    def item_database(self, *, app: str = DEFAULT_APP) -> list[Item]:
+        return [Item.model_validate(doc) for _, doc in self.store.scan("items", app)]
+
+    def get_items(self, item_ids: Iterable[str], *, app: str = DEFAULT_APP) -> dict[str, Item]:
+        found = self.store.get_many("items", app, [(i,) for i in item_ids])
+        return {k[0]: Item.model_validate(doc) for k, doc in found.items()}
+
+    # -- annotations --------------------------------------------------------------
+    def upsert_annotations(
+        self, annotations: Iterable[ItemAnnotation | Mapping[str, Any]], *, app: str = DEFAULT_APP
+    ) -> None:
+        parsed = [parse(ItemAnnotation, a, where=f"item_annotations[{k}]") for k, a in enumerate(annotations)]
+        with self.store.atomic():
+            self.store.put_many("annotations", app, [((a.item_id,), _dump(a)) for a in parsed])
+
+    def annotations(self, *, app: str = DEFAULT_APP) -> dict[str, ItemAnnotation]:
+        return {k[0]: ItemAnnotation.model_validate(d) for k, d in self.store.scan("annotations", app)}
+
+    # -- catalogs -----------------------------------------------------------------
+    def upsert_catalog(self, catalog: Catalog | Mapping[str, Any], *, app: str = DEFAULT_APP) -> None:
+        cat = parse(Catalog, catalog)
+        limits = self.limits
+        if len(cat.topics) > limits.max_topics_per_catalog:
+            raise LimitExceededError(
+                "topics per catalog", len(cat.topics), limits.max_topics_per_catalog, cat.catalog_id
+            )
+        if cat.item_ref_count > limits.max_topic_item_refs:
+            raise LimitExceededError(
+                "topic item refs per catalog", cat.item_ref_count, limits.max_topic_item_refs, cat.catalog_id
+            )
+        with self.store.atomic():
+            known = {k[0] for k in self.store.keys("items", app)}
+            problems = validate_catalog(cat, known)
+            if problems:
+                raise ValidationError([f"catalog '{cat.catalog_id}': {p}" for p in problems])
+            exists = self.store.get("catalogs", app, (cat.catalog_id,)) is not None
+            if not exists and self.store.count("catalogs", app) >= limits.max_catalogs:
+                raise LimitExceededError("catalogs", self.store.count("catalogs", app) + 1, limits.max_catalogs)
+            self.store.put_many("catalogs", app, [((cat.catalog_id,), _dump(cat))])
+            self.bump_version(app)
+
+    def catalog(self, catalog_id: str, *, app: str = DEFAULT_APP) -> Catalog:
+        doc = self.store.get("catalogs", app, (catalog_id,))
+        if doc is None:
+            raise NotFoundError("catalog", catalog_id)
+        return Catalog.model_validate(doc)
+
+    def catalog_ids(self, *, app: str = DEFAULT_APP) -> list[str]:
+        return [k[0] for k in self.store.keys("catalogs", app)]
+
+    def delete_catalog(self, catalog_id: str, *, app: str = DEFAULT_APP) -> None:
+        with self.store.atomic():
+            if not self.store.delete_many("catalogs", app, [(catalog_id,)]):
+                raise NotFoundError("catalog", catalog_id)
+            self.bump_version(app)
+
+    def catalog_index(self, catalog_id: str, *, app: str = DEFAULT_APP) -> CatalogIndex:
+        version = self.version(app)
+        with self._cache_lock:
+            cached = self._indexes.get((app, catalog_id))
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        # compiled outside the lock: the version was read first, so the content is at least as new
+        cat = self.catalog(catalog_id, app=app)
+        ids = {ref.item_id for t in cat.topics for ref in t.item_refs or ()}
+        index = compile_catalog(cat, self.get_items(ids, app=app))
+        with self._cache_lock:
+            current = self._indexes.get((app, catalog_id))
+            if current is None or current[0] <= version:
+                self._indexes[(app, catalog_id)] = (version, index)
+        return index
+
+    def filter_mask(
+        self, catalog_id: str, flt: Filter | Mapping[str, Any] | None, *, app: str = DEFAULT_APP
+    ) -> BoolArray:
+        parsed = None if flt is None else parse(Filter, flt, where="filter")
+        return compile_filter(self.catalog_index(catalog_id, app=app), parsed)
+
+    def catalog_model(self, catalog_id: str, *, app: str = "default") -> CatalogModel:
+        version = self.version(app)
+        index = self.catalog_index(catalog_id, app=app)
+        with self._cache_lock:
+            cached = self._models.get((app, catalog_id))
+        if cached is not None and cached[0] is index and cached[1] == version:
+            return cached[2]
+        doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
+        calibration = None if doc is None else doc["items"]  # type: ignore[index]
+        model = CatalogModel.build(index, calibration=calibration, **self.learner_options.as_kwargs())
+        with self._cache_lock:
+            self._models[(app, catalog_id)] = (index, version, model)
+        return model
+
+    def mask(self, app: str, model: CatalogModel, flt: Filter | None) -> BoolArray:
+        key = (app, model.index.catalog_id, model.fingerprint, _filter_key(flt))
+        with self._cache_lock:
+            mask = self._masks.get(key)
+            if mask is not None:
+                self._masks.move_to_end(key)
+                return mask
+        mask = compile_filter(model.index, flt)
+        mask.setflags(write=False)
+        with self._cache_lock:
+            self._masks[key] = mask
+            while len(self._masks) > 1024:
+                self._masks.popitem(last=False)
+        return mask

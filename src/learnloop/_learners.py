@@ -1,0 +1,295 @@
+"""Learners: event validation and ingestion, learner states, status and calibration.
+
+Part of the :class:`~learnloop.engine.Engine`. Work on one learner holds that
+learner's lock (see :mod:`learnloop._locks`); states are brought up to date
+outside store transactions, so a long replay holds up no other learner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pydantic
+from pydantic import TypeAdapter
+
+from learnloop._content_repo import ContentRepository
+from learnloop._locks import LearnerLocks
+from learnloop._tracking import CatalogModel, Tracker, _Cached
+from learnloop._types import BoolArray, Clock
+from learnloop._validation import describe_validation_error, parse
+from learnloop.content import Filter
+from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
+from learnloop.events import (
+    AttemptEvent,
+    ContextAttemptEvent,
+    ContextEvent,
+    ContextSkipEvent,
+    ContextViewTheoryEvent,
+    Interaction,
+    PlainEvent,
+    SkipEvent,
+    ViewTheoryEvent,
+    format_timestamp,
+    parse_timestamp,
+)
+from learnloop.limits import Limits
+from learnloop.recommend import LearnerView, UserStatus
+from learnloop.store import Store
+from learnloop.tracing import Status
+from learnloop.tracing import calibrate as calibrate_items
+from learnloop.tracing import difficulty_to_b
+
+__all__ = ["ContextEvents", "Learners", "PlainEvents"]
+
+PlainEvents = Iterable[AttemptEvent | SkipEvent | ViewTheoryEvent | Mapping[str, Any]]
+ContextEvents = Iterable[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent | Mapping[str, Any]]
+
+
+class Learners:
+    """Events and learner states over one store (the engine owns one)."""
+
+    def __init__(
+        self, store: Store, content: ContentRepository, limits: Limits, clock: Clock, *, cache_bytes: int
+    ) -> None:
+        self.store = store
+        self.content = content
+        self.limits = limits
+        self.clock = clock
+        self.tracker = Tracker(store, cache_bytes=cache_bytes)
+        self._locks = LearnerLocks()
+
+    def lock(self, app: str, pairs: Iterable[tuple[str, str]]) -> Any:
+        """The locks of the learners ``(user_id, catalog_id)`` of ``app`` (see :mod:`learnloop._locks`)."""
+        return self._locks.hold((app, user, catalog) for user, catalog in pairs)
+
+    def learner_cache_nbytes(self) -> int:
+        """Bytes held by the in-process cache of learner states (bounded by ``learner_cache_bytes``)."""
+        return self.tracker.nbytes
+
+
+    def status(self, model: CatalogModel, entry: _Cached, mask: BoolArray, p: np.ndarray) -> UserStatus:
+        """The v2 status over ``mask`` (the figures of :meth:`LearnerModel.status`, by dot products)."""
+        state = entry.state
+        n = np.count_nonzero(mask)
+        scorable = mask & model.index.scorable
+        n_scorable = np.count_nonzero(scorable)
+        proficiency = float(np.dot(p, scorable)) / n_scorable if n_scorable else None
+        progress = float(np.dot(model.model.credit(state), mask)) / n if n else 0.0
+        time_spent = int(np.dot(state.time_spent_ms, mask))
+        stamps = state.last_timestamp
+        last = float(np.max(stamps, where=mask & ~np.isnan(stamps), initial=-np.inf))
+        return UserStatus(
+            progress=progress,
+            proficiency=proficiency,
+            time_spent_ms=time_spent,
+            last_interaction_timestamp=(
+                None if last == -np.inf else format_timestamp(datetime.fromtimestamp(last, UTC))
+            ),
+        )
+
+    def view(self, model: CatalogModel, entry: _Cached, p: np.ndarray) -> LearnerView:
+        state = entry.state
+        failed = None
+        if entry.last_attempt is not None and entry.last_attempt[1] < 0.5:
+            failed = entry.last_attempt[0]
+        return LearnerView(
+            index=model.index,
+            p_correct=p,
+            discrimination=model.model.items.a,
+            attempts=state.attempts.astype(np.int64),
+            last_score=state.last_score,
+            viewed=state.max_fraction,
+            recall=model.model.recall(state, self.clock().timestamp()),
+            last_seen=state.last_timestamp,
+            last_failed=failed,
+        )
+
+    def check_events_count(self, n: int) -> None:
+        if n > self.limits.max_events_per_call:
+            raise LimitExceededError("events per call", n, self.limits.max_events_per_call)
+
+    # -- events outside sessions ------------------------------------------------------
+    def upsert_events(self, user_id: str, events: PlainEvents, *, app: str = "default") -> int:
+        parsed = _plain(events)
+        self.check_events_count(len(parsed))
+        problems: list[str] = []
+        interactions: list[Interaction] = []
+        models: dict[str, CatalogModel] = {}
+        for i, event in enumerate(parsed):
+            where = f"events[{i}]"
+            model = models.get(event.catalog_id)
+            if model is None:
+                try:
+                    model = models[event.catalog_id] = self.content.catalog_model(event.catalog_id, app=app)
+                except NotFoundError:
+                    problems.append(f"{where}: unknown catalog '{event.catalog_id}'")
+                    continue
+            index = model.index
+            position = index.position(event.item_id, event.topic_id)
+            if position is None:
+                if event.topic_id is not None and event.topic_id in index.topic_index:
+                    problems.append(f"{where}: item '{event.item_id}' is not in topic '{event.topic_id}'")
+                elif event.topic_id is not None:
+                    problems.append(f"{where}: unknown topic '{event.topic_id}' in catalog '{event.catalog_id}'")
+                else:
+                    problems.append(f"{where}: item '{event.item_id}' is not in catalog '{event.catalog_id}'")
+                continue
+            topic_id = index.topic_ids[index.item_topic[position]]
+            if event.type == "attempt" and index.scorable[position] and event.score is None:
+                problems.append(f"{where}: attempt on scorable item '{event.item_id}' needs a score")
+                continue
+            interactions.append(
+                Interaction.from_event(
+                    event, user_id=user_id, catalog_id=event.catalog_id, item_id=event.item_id, topic_id=topic_id
+                )
+            )
+        if problems:
+            raise ValidationError(problems)
+        with self.lock(app, {(i.user_id, i.catalog_id) for i in interactions}):
+            with self.store.atomic():
+                plan = self.tracker.plan(app, interactions)
+                self.tracker.write(app, plan)
+            # after the commit: the cached states of these learners get the new events
+            self.tracker.install(self.tracker.advance(app, plan, models.__getitem__))
+        return plan.new
+
+    # -- status ------------------------------------------------------------------------
+    def user_status(
+        self,
+        user_id: str,
+        catalog_id: str,
+        filters: Sequence[Filter | Mapping[str, Any] | None],
+        *,
+        app: str = "default",
+    ) -> list[UserStatus]:
+        model = self.content.catalog_model(catalog_id, app=app)
+        parsed = [None if f is None else parse(Filter, f, where=f"filter_list[{k}]") for k, f in enumerate(filters)]
+        masks = [self.content.mask(app, model, f) for f in parsed]
+        entry = self.state(app, user_id, model)
+        p = model.model.predict(entry.state)
+        return [self.status(model, entry, mask, p) for mask in masks]
+
+    def state(self, app: str, user_id: str, model: CatalogModel) -> _Cached:
+        with self.lock(app, [(user_id, model.index.catalog_id)]):
+            return self.tracker.state(app, user_id, model)
+
+    def status_v1(
+        self, user_id: str, catalog_id: str, masks: Sequence[BoolArray], *, app: str = "default"
+    ) -> list[Status]:
+        model = self.content.catalog_model(catalog_id, app=app)
+        n = model.index.n_items
+        for mask in masks:
+            if np.shape(mask) != (n,):
+                raise ValidationError(f"mask must have {n} entries, got {np.shape(mask)}")
+        entry = self.state(app, user_id, model)
+        p = model.model.predict(entry.state)
+        return [model.model.status(entry.state, mask, p_correct=p) for mask in masks]
+
+    def known_events(
+        self, keys: Iterable[tuple[str, str, str, str]], *, app: str = "default"
+    ) -> set[tuple[str, str, str, str]]:
+        canonical = [(u, c, i, format_timestamp(parse_timestamp(t))) for u, c, i, t in keys]
+        return {tuple(k) for k in self.store.get_many("events", app, canonical)}  # type: ignore[misc]
+
+    def ability(
+        self, user_id: str, catalog_id: str, topic_id: str | None = None, *, app: str = "default"
+    ) -> tuple[float, float]:
+        model = self.content.catalog_model(catalog_id, app=app)
+        state = self.state(app, user_id, model).state
+        if topic_id is None:
+            return model.model.overall(state)
+        topic = model.index.topic_index.get(topic_id)
+        if topic is None:
+            raise NotFoundError("topic", topic_id)
+        mean, sd = model.model.topic_beliefs(state)
+        return float(mean[topic]), float(sd[topic])
+
+    def learner_view(self, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
+        model = self.content.catalog_model(catalog_id, app=app)
+        entry = self.state(app, user_id, model)
+        return self.view(model, entry, model.model.predict(entry.state))
+
+    # -- calibration ------------------------------------------------------------------------
+    def calibrate(
+        self,
+        catalog_id: str,
+        *,
+        model: str = "rasch",
+        exclude_users: Iterable[str] = (),
+        min_responses: int = 1,
+        progress: bool = False,
+        app: str = "default",
+    ) -> dict[str, dict[str, float]]:
+        cm = self.content.catalog_model(catalog_id, app=app)
+        index = cm.index
+        excluded = set(exclude_users)
+        item_codes: dict[str, int] = {}
+        b0: list[float] = []
+        base_b = difficulty_to_b(index.difficulty)
+        for position, item_id in enumerate(index.item_ids):
+            if index.scorable[position] and item_id not in item_codes:
+                item_codes[item_id] = len(item_codes)
+                b0.append(float(base_b[position]))
+        person_codes: dict[str, int] = {}
+        persons: list[int] = []
+        items: list[int] = []
+        scores: list[float] = []
+        for key, doc in self.store.scan("events", app):
+            if key[1] != catalog_id or key[0] in excluded:
+                continue
+            code = item_codes.get(key[2])
+            if code is None or doc.get("kind") != "attempt" or doc.get("score") is None:  # type: ignore[union-attr]
+                continue
+            persons.append(person_codes.setdefault(key[0], len(person_codes)))
+            items.append(code)
+            scores.append(float(doc["score"]))  # type: ignore[index]
+        if not scores:
+            raise ValidationError(f"catalog '{catalog_id}' has no scored attempts to calibrate from")
+        fit = calibrate_items(
+            persons,
+            items,
+            scores,
+            n_items=len(item_codes),
+            n_persons=len(person_codes),
+            model=model,  # type: ignore[arg-type]
+            b_prior_mean=np.asarray(b0),
+            progress=progress,
+        )
+        counts = np.bincount(np.asarray(items), minlength=len(item_codes))
+        result = {
+            item_id: {"b": float(fit.b[code]), "a": float(fit.a[code]), "n": int(counts[code])}
+            for item_id, code in item_codes.items()
+            if counts[code] >= min_responses
+        }
+        with self.store.atomic():
+            self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), {"items": result, "model": model})])
+            self.content.bump_version(app)
+        return result
+
+
+_PLAIN_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[PlainEvent])
+_CONTEXT_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[ContextEvent])
+
+
+def _validated(adapter: TypeAdapter[list[Any]], kinds: tuple[type, ...], events: Iterable[Any]) -> list[Any]:
+    """Events as models: models pass through, the rest is validated in one go."""
+    given = list(events)
+    if all(isinstance(e, kinds) for e in given):
+        return given
+    try:
+        return adapter.validate_python([e.model_dump() if isinstance(e, kinds) else e for e in given])
+    except pydantic.ValidationError as exc:
+        raise ValidationError(
+            [p.replace("'", "'events", 1) for p in describe_validation_error(exc)]
+        ) from None
+
+
+def _plain(events: Iterable[Any]) -> list[AttemptEvent | SkipEvent | ViewTheoryEvent]:
+    return _validated(_PLAIN_EVENTS, (AttemptEvent, SkipEvent, ViewTheoryEvent), events)
+
+
+def _contextual(events: Iterable[Any]) -> list[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent]:
+    return _validated(_CONTEXT_EVENTS, (ContextAttemptEvent, ContextSkipEvent, ContextViewTheoryEvent), events)

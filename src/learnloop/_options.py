@@ -1,0 +1,61 @@
+"""Typed settings of the engine's learner model."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from learnloop.errors import ValidationError
+
+__all__ = ["LearnerOptions"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearnerOptions:
+    """Settings of the learner model (see :class:`~learnloop.tracing.LearnerModel`).
+
+    The engine's defaults differ from the model's in two places: learners
+    improve with practice, so each answer outside an assessment moves the
+    topic's ability by ``practice_gain`` logits, and the belief widens by
+    ``drift`` before each update. Answers in an assess session count as
+    evidence only.
+
+    >>> LearnerOptions.of({"drift": 0.05}).drift
+    0.05
+    >>> LearnerOptions.of({"drfit": 0.05})
+    Traceback (most recent call last):
+    ...
+    learnloop.errors.ValidationError: unknown learner option 'drfit' (known: drift, memory_model, parent_weight, practice_gain, prerequisite_weight, prior_var, skip_score, topic_var)
+    """
+
+    prior_var: float = 1.0
+    topic_var: float = 0.3
+    parent_weight: float = 1.0
+    prerequisite_weight: float = 0.2
+    drift: float = 0.02
+    practice_gain: float = 0.1
+    skip_score: float | None = None
+    memory_model: Any = None
+
+    @classmethod
+    def of(cls, options: LearnerOptions | Mapping[str, Any] | None) -> LearnerOptions:
+        """Options from a mapping of overrides (unknown names are an error at once)."""
+        if options is None:
+            return cls()
+        if isinstance(options, LearnerOptions):
+            return options
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValidationError(
+                [f"unknown learner option '{name}' (known: {', '.join(sorted(known))})" for name in unknown]
+            )
+        return cls(**options)
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`~learnloop.tracing.LearnerModel` that differ from its defaults
+        or that the engine sets (``None`` values left out)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: v for k, v in values.items() if v is not None}

@@ -1,0 +1,310 @@
+"""Sessions: creation, signed contexts, the adaptive step and sequences outside sessions.
+
+Part of the :class:`~learnloop.engine.Engine`. The choice itself is the pure
+:func:`~learnloop.recommend.step.session_step`; this class reads and writes
+around it: the session document, the learner's events and state, the signed
+recommendation context.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from learnloop._content_repo import ContentRepository
+from learnloop._learners import ContextEvents, Learners, _contextual
+from learnloop._tracking import CatalogModel, StaleError, _Cached
+from learnloop._types import BoolArray, Clock
+from learnloop._validation import parse
+from learnloop.content import Filter
+from learnloop.errors import ContextError, ValidationError
+from learnloop.events import Interaction
+from learnloop.limits import Limits
+from learnloop.recommend import (
+    AdaptiveStep,
+    ContextSigner,
+    Policy,
+    Reason,
+    Recommendation,
+    SessionSpec,
+    SessionState,
+    Suggestion,
+    policy_for,
+)
+from learnloop.recommend.step import session_step
+from learnloop.store import Store
+
+__all__ = ["Sessions"]
+
+
+class Sessions:
+    """Adaptive sessions over one store (the engine owns one)."""
+
+    def __init__(
+        self,
+        store: Store,
+        content: ContentRepository,
+        learners: Learners,
+        limits: Limits,
+        clock: Clock,
+        *,
+        seed: int | None,
+        secret: bytes | None,
+        policies: dict[str, Policy],
+    ) -> None:
+        self.store = store
+        self.content = content
+        self.learners = learners
+        self.limits = limits
+        self.clock = clock
+        self.seed = seed
+        self.policies = policies
+        self._specs: OrderedDict[tuple[str, str], SessionSpec] = OrderedDict()
+        self._leaf_lock = threading.Lock()  # guards _specs; never held while calling out
+        self._signer = ContextSigner(secret if secret is not None else self._stored_secret())
+
+    # -- plumbing -------------------------------------------------------------------
+    def _stored_secret(self) -> bytes:
+        """The store's context-signing secret, created once for every process on the store.
+
+        Read, created when absent and read back in one transaction (an
+        immediate one on SQLite), so two processes opening a fresh store at
+        once end up with the same secret.
+        """
+        with self.store.atomic():
+            doc = self.store.get("meta", "", ("context_secret",))
+            if doc is None:
+                self.store.put_many("meta", "", [(("context_secret",), {"hex": secrets.token_hex(32)})])
+                doc = self.store.get("meta", "", ("context_secret",))
+        return bytes.fromhex(doc["hex"])  # type: ignore[index]
+
+
+    def next_items(
+        self,
+        user_id: str,
+        catalog_id: str,
+        *,
+        mode: str = "learn",
+        filter: Filter | Mapping[str, Any] | None = None,
+        mask: BoolArray | None = None,
+        limit: int = 1,
+        app: str = "default",
+    ) -> list[Suggestion]:
+        if limit < 0:
+            raise ValidationError(f"limit must be non-negative, got {limit}")
+        model = self.content.catalog_model(catalog_id, app=app)
+        index = model.index
+        if mask is None:
+            parsed = None if filter is None else parse(Filter, filter, where="filter")
+            mask = self.content.mask(app, model, parsed)
+        elif mask.shape != (index.n_items,):
+            raise ValidationError(f"mask must have {index.n_items} entries, got {mask.shape}")
+        policy = self.policies[mode] if mode in self.policies else policy_for(mode)
+        entry = self.learners.state(app, user_id, model)
+        view = self.learners.view(model, entry, model.model.predict(entry.state))
+        seed = self.seed if self.seed is not None else 0
+        user_key = int.from_bytes(hashlib.sha256(f"{app}\x1f{user_id}\x1f{catalog_id}".encode()).digest()[:8], "big")
+        rng = np.random.default_rng((seed, user_key, entry.state.n_events))
+        # the pure session step, over a session that lives for this call only
+        session = SessionState(
+            session_id="",
+            spec=SessionSpec.model_construct(user_id=user_id, catalog_id=catalog_id, filter=Filter(), constraints=None),
+            started_at=datetime.fromtimestamp(0, UTC),
+        )
+        given = np.zeros(index.n_items, dtype=bool)
+        administered = view.attempts > 0
+        out: list[Suggestion] = []
+        while len(out) < limit and mask.any():
+            if not (mask & ~given).any():
+                given = np.zeros(index.n_items, dtype=bool)  # every item given: start over
+            pick, session = session_step(session, view, mask, (), policy, rng, exclude=given, administered=administered)
+            if pick is None:
+                break
+            given[pick.position] = True
+            administered = administered.copy()
+            administered[pick.position] = True
+            out.append(
+                Suggestion(
+                    item_id=index.item_ids[pick.position],
+                    topic_id=index.topic_ids[index.item_topic[pick.position]],
+                    reason=Reason(keyword=pick.keyword, description=pick.description),
+                )
+            )
+        return out
+
+    # -- sessions -------------------------------------------------------------------------
+    def create_session(self, spec: SessionSpec | Mapping[str, Any], *, app: str = "default") -> str:
+        parsed = parse(SessionSpec, spec)
+        constraints = parsed.constraints or ()
+        if len(constraints) > self.limits.max_constraints:
+            raise ValidationError(
+                f"a session takes at most {self.limits.max_constraints} constraints, got {len(constraints)}"
+            )
+        model = self.content.catalog_model(parsed.catalog_id, app=app)
+        mask = self.content.mask(app, model, parsed.filter)
+        for constraint in constraints:
+            self.content.mask(app, model, constraint.filter)
+        # distinct items (an item listed in several topics counts once)
+        matched = int(np.unique(model.index.item_code[mask]).size) if mask.any() else 0
+        if matched > self.limits.max_session_filter_items:
+            raise ValidationError(
+                f"the session filter matches {matched} items; the limit 'items matched by a session "
+                f"filter' is {self.limits.max_session_filter_items}"
+            )
+        # identifiers come from the operating system's randomness, never from the modelling seed
+        session_id = secrets.token_hex(12)
+        state = SessionState(
+            session_id=session_id,
+            spec=parsed,
+            started_at=self.clock(),
+            constraint_counts=(0,) * len(constraints),
+        )
+        self.store.put_many("sessions", app, [((session_id,), state.to_doc())])
+        return self._signer.sign(app, "s", {"id": session_id})
+
+    def session(self, session_context: str, *, app: str = "default") -> SessionState:
+        payload = self._signer.verify(session_context, app=app, kind="s")
+        session_id = payload.get("id")
+        if not isinstance(session_id, str) or not session_id:
+            raise ContextError("malformed context")
+        return self._session_by_id(app, session_id)
+
+    def _session_by_id(self, app: str, session_id: str) -> SessionState:
+        doc = self.store.get("sessions", app, (session_id,))
+        if doc is None:
+            raise ContextError("stale session context: the session no longer exists")
+        with self._leaf_lock:
+            spec = self._specs.get((app, session_id))
+        state = SessionState.from_doc(dict(doc), spec=spec)  # type: ignore[arg-type]
+        if spec is None:
+            with self._leaf_lock:
+                self._specs[(app, session_id)] = state.spec
+                while len(self._specs) > 4096:
+                    self._specs.popitem(last=False)
+        return state
+
+    def _session_rng(self, app: str, session: SessionState, n_events: int) -> np.random.Generator:
+        """The session's random stream: with a seed, a function of the seed and the
+        learner's position (user, catalog, events so far, recommendations so far)."""
+        if self.seed is None:
+            return np.random.default_rng((int(session.session_id, 16), session.recommendation_count))
+        spec = session.spec
+        user_key = hashlib.sha256(f"{app}\x1f{spec.user_id}\x1f{spec.catalog_id}".encode()).digest()[:8]
+        return np.random.default_rng((self.seed, int.from_bytes(user_key, "big"), n_events, session.recommendation_count))
+
+    def adaptive_step(
+        self, session_context: str, events: ContextEvents = (), *, app: str = "default"
+    ) -> AdaptiveStep:
+        parsed = _contextual(events)
+        self.learners.check_events_count(len(parsed))
+        session = self.session(session_context, app=app)
+        spec = session.spec
+        model = self.content.catalog_model(spec.catalog_id, app=app)
+        index = model.index
+        interactions: list[Interaction] = []
+        problems: list[str] = []
+        for i, event in enumerate(parsed):
+            where = f"events[{i}]"
+            try:
+                rec = self._signer.verify(event.recommendation_context, app=app, kind="r")
+            except ContextError as exc:
+                problems.append(f"{where}.recommendation_context: {exc}")
+                continue
+            if not all(isinstance(rec.get(k), str) for k in ("s", "i", "t")):
+                problems.append(f"{where}.recommendation_context: malformed context")
+                continue
+            if rec["s"] != session.session_id:
+                problems.append(f"{where}.recommendation_context: it belongs to another session")
+                continue
+            position = index.position(rec["i"], rec["t"])
+            if position is None:
+                problems.append(
+                    f"{where}.recommendation_context: stale, item '{rec['i']}' is no longer in topic '{rec['t']}'"
+                )
+                continue
+            if event.type == "attempt" and index.scorable[position] and event.score is None:
+                problems.append(f"{where}: attempt on scorable item '{rec['i']}' needs a score")
+                continue
+            interactions.append(
+                Interaction.from_event(
+                    event,
+                    user_id=spec.user_id,
+                    catalog_id=spec.catalog_id,
+                    item_id=rec["i"],
+                    topic_id=rec["t"],
+                    session_id=session.session_id,
+                    practice=spec.mode.type != "assess",
+                )
+            )
+        if problems:
+            if all("recommendation_context" in p for p in problems):
+                raise ContextError("; ".join(problems))
+            raise ValidationError(problems)
+        learner = (spec.user_id, spec.catalog_id)
+        with self.learners.lock(app, [learner]):
+            # the learner's state is brought up to date (and the new events applied,
+            # replaying from a checkpoint when they are late) before the transaction,
+            # so that the store is held only for the writes and the recommendation
+            self.learners.tracker.state(app, spec.user_id, model)
+            plan = self.learners.tracker.plan(app, interactions)
+            entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
+            with self.store.atomic():
+                try:
+                    self.learners.tracker.write(app, plan, check=True)
+                except StaleError:  # another process wrote this learner meanwhile: redo inside
+                    plan = self.learners.tracker.plan(app, interactions)
+                    self.learners.tracker.write(app, plan)
+                    entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
+                entry = entries.get((app, *learner)) or self.learners.tracker.state(app, spec.user_id, model)
+                session = self._session_by_id(app, session.session_id)  # as stored now
+                latest = max((i.timestamp for i in plan.changed), default=None)
+                session = session.with_interactions(plan.new, latest)
+                if spec.mode.type == "assess":
+                    tested = [i.item_id for i in plan.changed if i.kind == "attempt"]
+                    session = _with_assessed(session, tested)
+                step, after = self._recommend(app, session, model, entry)
+                self.store.put_many("sessions", app, [((session.session_id,), after.to_doc())])
+            self.learners.tracker.install(entries)
+        return step
+
+    def _recommend(
+        self, app: str, session: SessionState, model: CatalogModel, entry: _Cached
+    ) -> tuple[AdaptiveStep, SessionState]:
+        spec = session.spec
+        p = model.model.predict(entry.state)
+        mask = self.content.mask(app, model, spec.filter)
+        constraint_masks = [self.content.mask(app, model, c.filter) for c in spec.constraints or ()]
+        view = self.learners.view(model, entry, p)
+        rng = self._session_rng(app, session, entry.state.n_events)
+        pick, session = session_step(session, view, mask, constraint_masks, self.policies[spec.mode.type], rng)
+        recommendation = None
+        if pick is not None:
+            item_id, topic_id = session.last_item, session.last_topic
+            assert item_id is not None and topic_id is not None
+            context = self._signer.sign(
+                app, "r", {"s": session.session_id, "i": item_id, "t": topic_id, "n": session.recommendation_count - 1}
+            )
+            recommendation = Recommendation(
+                item_id=item_id,
+                topic_id=topic_id,
+                recommendation_context=context,
+                reason=Reason(keyword=pick.keyword, description=pick.description),
+            )
+        user_status = self.learners.status(model, entry, mask, p)
+        session_status = session.status(self.clock(), user_status.proficiency)
+        return AdaptiveStep(recommendation=recommendation, user_status=user_status, session_status=session_status), session
+
+
+def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionState:
+    if not item_ids:
+        return session
+    merged = tuple(dict.fromkeys((*session.assessed, *item_ids)))
+    return replace(session, assessed=merged)
