@@ -47,6 +47,7 @@ EXPECTED = {
         "LearnerSpec",
         "MODES",
         "REASON_KEYWORDS",
+        "SessionMachine",
         "SessionRun",
         "answers",
         "assert_session_invariants",

@@ -17,7 +17,11 @@ itself does not depend on it (``import learnloop`` never loads this package).
   (see :mod:`learnloop.testing.sessions`);
 - checks: :func:`play_session` drives a session and records it,
   :func:`assert_session_invariants` checks what must hold in every session
-  (see :mod:`learnloop.testing.checks`).
+  (see :mod:`learnloop.testing.checks`);
+- stateful: :class:`SessionMachine`, a hypothesis state machine that
+  interleaves session calls (create, answer, skip, view theory, step, status)
+  on one engine and checks each against the pure session step; run it as is or
+  subclass it (see :mod:`learnloop.testing.machine`).
 
 A property test of recommendations, as it would sit in a user's own suite:
 
@@ -56,6 +60,7 @@ from learnloop.testing.checks import (
 )
 from learnloop.testing.events import Answer, answers, events, scores
 from learnloop.testing.learners import LearnerSpec, learners
+from learnloop.testing.machine import SessionMachine
 from learnloop.testing.sessions import (
     MODES,
     constraints,
@@ -81,6 +86,7 @@ __all__ = [
     "LearnerSpec",
     "MODES",
     "REASON_KEYWORDS",
+    "SessionMachine",
     "SessionRun",
     "answers",
     "assert_session_invariants",
