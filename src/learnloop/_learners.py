@@ -71,23 +71,14 @@ class Learners:
 
 
     def status(self, model: CatalogModel, entry: _Cached, mask: BoolArray, p: np.ndarray) -> UserStatus:
-        """The v2 status over ``mask`` (the figures of :meth:`LearnerModel.status`, by dot products)."""
-        state = entry.state
-        n = np.count_nonzero(mask)
-        scorable = mask & model.index.scorable
-        n_scorable = np.count_nonzero(scorable)
-        proficiency = float(np.dot(p, scorable)) / n_scorable if n_scorable else None
-        progress = float(np.dot(model.model.credit(state), mask)) / n if n else 0.0
-        time_spent = int(np.dot(state.time_spent_ms, mask))
-        stamps = state.last_timestamp
-        last = float(np.max(stamps, where=mask & ~np.isnan(stamps), initial=-np.inf))
+        """The v2 status over ``mask``: the one status computation, :meth:`LearnerModel.status`."""
+        status = model.model.status(entry.state, mask, p_correct=p)
+        last = status.last_interaction_timestamp
         return UserStatus(
-            progress=progress,
-            proficiency=proficiency,
-            time_spent_ms=time_spent,
-            last_interaction_timestamp=(
-                None if last == -np.inf else format_timestamp(datetime.fromtimestamp(last, UTC))
-            ),
+            progress=status.progress,
+            proficiency=status.proficiency,
+            time_spent_ms=status.time_spent_ms,
+            last_interaction_timestamp=None if last is None else format_timestamp(datetime.fromtimestamp(last, UTC)),
         )
 
     def view(self, model: CatalogModel, entry: _Cached, p: np.ndarray) -> LearnerView:

@@ -53,7 +53,7 @@ from ._types import ArrayLike, FloatArray
 from .ability import update_ability
 from .forgetting import Memory, MemoryModel, as_epoch_seconds, recall_probability
 from .irt import expected_p_correct
-from .status import display_skill, item_credit, proficiency, progress, skill_level
+from .status import display_skill, item_credit
 from .structure import Event, ItemParams, TopicStructure
 
 __all__ = ["LearnerModel", "LearnerState", "Status"]
@@ -448,19 +448,31 @@ class LearnerModel:
     def status(
         self, state: LearnerState, mask: ArrayLike, *, p_correct: FloatArray | None = None, previous_display: float | None = None
     ) -> Status:
-        """All status figures over the items selected by a boolean ``mask``."""
+        """All status figures over the items selected by a boolean ``mask``.
+
+        The figures of :mod:`learnloop.tracing.status` (``proficiency``,
+        ``progress``, ``skill_level``, ``display_skill``), computed by dot
+        products over the mask: this is the one status computation of the
+        engine, for the v1 and v2 dialects alike.
+        """
         m = np.asarray(mask, dtype=bool)
         p = self.predict(state) if p_correct is None else p_correct
-        prog = float(progress(state.attempts, state.max_fraction, self.items.is_theory, m))
-        skill = float(skill_level(p, self.items.scorable, m))
-        ts = state.last_timestamp[m]
-        touched = ts[~np.isnan(ts)]
-        prof = proficiency(p, self.items.scorable, m)
+        n = int(np.count_nonzero(m))
+        scorable = m & self.items.scorable
+        n_scorable = int(np.count_nonzero(scorable))
+        prof = float(np.dot(p, scorable)) / n_scorable if n_scorable else None
+        prog = float(np.dot(self.credit(state), m)) / n if n else 0.0
+        if prof is not None:
+            skill = prof
+        else:
+            skill = float(np.dot(p, m)) / n if n else 0.0
+        stamps = state.last_timestamp
+        last = float(np.max(stamps, where=m & ~np.isnan(stamps), initial=-np.inf))
         return Status(
-            proficiency=prof if prof is None else float(prof),
+            proficiency=prof,
             progress=prog,
-            time_spent_ms=int(state.time_spent_ms[m].sum()),
-            last_interaction_timestamp=float(touched.max()) if touched.size else None,
+            time_spent_ms=int(np.dot(state.time_spent_ms, m)),
+            last_interaction_timestamp=None if last == -np.inf else last,
             skill_level=skill,
             display_skill=float(display_skill(skill, prog, previous=previous_display)),
         )
