@@ -31,6 +31,7 @@ from learnloop.content import (
 from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
 from learnloop.limits import Limits
 from learnloop.store import Store
+from learnloop.store.base import json_doc
 
 __all__ = ["ContentRepository"]
 
@@ -68,7 +69,7 @@ class ContentRepository:
     # -- content version: compiled catalogs are cached until content changes ---
     def version(self, app: str) -> int:
         doc = self.store.get("meta", app, ("content_version",))
-        return 0 if doc is None else int(doc["v"])  # type: ignore[index]
+        return 0 if doc is None else int(json_doc(doc)["v"])
 
     def bump_version(self, app: str) -> None:
         self.store.put_many("meta", app, [(("content_version",), {"v": self.version(app) + 1})])
@@ -201,7 +202,7 @@ class ContentRepository:
         if cached is not None and cached[0] is index and cached[1] == version:
             return cached[2]
         doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
-        calibration = None if doc is None else doc["items"]  # type: ignore[index]
+        calibration = None if doc is None else json_doc(doc)["items"]
         model = CatalogModel.build(index, calibration=calibration, **self.learner_options.as_kwargs())
         with self._cache_lock:
             self._models[(app, catalog_id)] = (index, version, model)

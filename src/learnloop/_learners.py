@@ -38,6 +38,7 @@ from learnloop.events import (
 from learnloop.limits import Limits
 from learnloop.recommend import LearnerView, UserStatus
 from learnloop.store import Store
+from learnloop.store.base import json_doc
 from learnloop.tracing import Status
 from learnloop.tracing import calibrate as calibrate_items
 from learnloop.tracing import difficulty_to_b
@@ -228,15 +229,16 @@ class Learners:
         persons: list[int] = []
         items: list[int] = []
         scores: list[float] = []
-        for key, doc in self.store.scan("events", app):
+        for key, stored in self.store.scan("events", app):
             if key[1] != catalog_id or key[0] in excluded:
                 continue
             code = item_codes.get(key[2])
-            if code is None or doc.get("kind") != "attempt" or doc.get("score") is None:  # type: ignore[union-attr]
+            doc = json_doc(stored)
+            if code is None or doc.get("kind") != "attempt" or doc.get("score") is None:
                 continue
             persons.append(person_codes.setdefault(key[0], len(person_codes)))
             items.append(code)
-            scores.append(float(doc["score"]))  # type: ignore[index]
+            scores.append(float(doc["score"]))
         if not scores:
             raise ValidationError(f"catalog '{catalog_id}' has no scored attempts to calibrate from")
         fit = calibrate_items(
@@ -271,7 +273,7 @@ def _validated(adapter: TypeAdapter[list[Any]], kinds: tuple[type, ...], events:
     if all(isinstance(e, kinds) for e in given):
         return given
     try:
-        return adapter.validate_python([e.model_dump() if isinstance(e, kinds) else e for e in given])
+        return adapter.validate_python([e.model_dump() if isinstance(e, pydantic.BaseModel) else e for e in given])
     except pydantic.ValidationError as exc:
         raise ValidationError(
             [p.replace("'", "'events", 1) for p in describe_validation_error(exc)]

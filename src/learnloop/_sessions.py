@@ -41,6 +41,7 @@ from learnloop.recommend import (
 )
 from learnloop.recommend.step import session_step
 from learnloop.store import Store
+from learnloop.store.base import json_doc
 
 __all__ = ["Sessions"]
 
@@ -84,7 +85,7 @@ class Sessions:
             if doc is None:
                 self.store.put_many("meta", "", [(("context_secret",), {"hex": secrets.token_hex(32)})])
                 doc = self.store.get("meta", "", ("context_secret",))
-        return bytes.fromhex(doc["hex"])  # type: ignore[index]
+        return bytes.fromhex(json_doc(doc)["hex"])
 
 
     def next_items(

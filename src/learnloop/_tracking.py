@@ -37,6 +37,7 @@ import numpy as np
 from learnloop.content import CatalogIndex
 from learnloop.events import Interaction, format_timestamp
 from learnloop.store import Store
+from learnloop.store.base import json_doc
 from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
 
 __all__ = ["CatalogModel", "Tracker"]
@@ -98,7 +99,8 @@ class CatalogModel:
         """The (shared, immutable) entry of a learner without any event."""
         if not self._empty:
             self._empty.append(_Cached(0, self.fingerprint, self.model.new_state(), -math.inf, None))
-        return self._empty[0]  # type: ignore[no-any-return]
+        entry: _Cached = self._empty[0]
+        return entry
 
     def to_event(self, interaction: Interaction) -> Event | None:
         """The tracing event of a stored interaction (None when its item left the catalog)."""
@@ -245,7 +247,7 @@ class Tracker:
             # canonical stamps sort as the instants they name: only the tail is decoded
             since = format_timestamp(datetime.fromtimestamp(math.floor(after * 1000 - 1) / 1000, UTC))
         rows = self.store.scan("events", app, (user, catalog), order="seq", last_after=since)
-        return _order(i for i in (Interaction.from_doc(doc) for _, doc in rows) if i.epoch > after)
+        return _order(i for i in (Interaction.from_doc(json_doc(doc)) for _, doc in rows) if i.epoch > after)
 
     def state(self, app: str, user: str, catalog: CatalogModel) -> _Cached:
         """The current learner state (from the cache, caught up, or rebuilt).

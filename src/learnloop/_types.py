@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,5 +21,6 @@ Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
 Clock = Callable[[], datetime]
 
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int32]
+#: integer arrays of any width (positions and topic indices are int32 or int64)
+IntArray = npt.NDArray[np.signedinteger[Any]]
 BoolArray = npt.NDArray[np.bool_]

@@ -23,6 +23,7 @@ from learnloop.api._v1_mapping import internal_id
 from learnloop.api._v1_models import (
     ResponseSubmit,
     TheoryViewed,
+    TheoryViewedAttributes,
     UserEvent,
     describe,
     metadata_problems,
@@ -96,18 +97,18 @@ def _core_event(
         # the instant parsed here, not the text: the engine must not parse it again its own way
         "timestamp": moment,
     }
-    if isinstance(event, TheoryViewed):
+    if isinstance(attrs, TheoryViewedAttributes):
         out.update(
             type="view_theory",
             time_spent_ms=attrs.time_spent_ms,
             fraction_completed=attrs.fraction_completed,
-        )  # type: ignore[union-attr]
-    elif attrs.result == "skipped":  # type: ignore[union-attr]
+        )
+    elif attrs.result == "skipped":
         out.update(type="skip")
     else:
-        score = {"correct": 1.0, "incorrect": 0.0}.get(attrs.result)  # type: ignore[union-attr]
+        score = {"correct": 1.0, "incorrect": 0.0}.get(attrs.result)
         if score is None:
-            score = attrs.score if attrs.score is not None else 0.5  # type: ignore[union-attr]
+            score = attrs.score if attrs.score is not None else 0.5
         out.update(type="attempt", score=score, time_spent_ms=attrs.time_spent_ms)
     return {k: v for k, v in out.items() if v is not None}
 

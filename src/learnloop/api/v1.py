@@ -326,7 +326,7 @@ class V1Api(ContentEndpoints):
         content_type = header(headers, "Content-Type")
         media_type = None if content_type is None else content_type.split(";")[0].strip().lower()
         if body is not None and media_type is not None and media_type != "application/json":
-            raise Fail(400, f"Content-Type must be application/json, got {content_type[:100]!r}")
+            raise Fail(400, f"Content-Type must be application/json, got {(content_type or '')[:100]!r}")
         try:
             decoded, raw = decode_json_body(body)
         except BodyError as exc:

@@ -135,31 +135,31 @@ def validate_catalog(catalog: Catalog, known_item_ids: Iterable[str] | Mapping[s
         if topic.item_refs and topic.child_topic_refs:
             problems.append(f"topic '{tid}': holds both item_refs and child_topic_refs")
         seen_children: set[str] = set()
-        for ref in topic.child_topic_refs or ():
-            if ref.topic_id in seen_children:
-                problems.append(f"topic '{tid}': child topic '{ref.topic_id}' listed twice")
+        for child in topic.child_topic_refs or ():
+            if child.topic_id in seen_children:
+                problems.append(f"topic '{tid}': child topic '{child.topic_id}' listed twice")
                 continue
-            seen_children.add(ref.topic_id)
-            if ref.topic_id not in topic_ids:
-                problems.append(f"topic '{tid}': unknown child topic '{ref.topic_id}'")
+            seen_children.add(child.topic_id)
+            if child.topic_id not in topic_ids:
+                problems.append(f"topic '{tid}': unknown child topic '{child.topic_id}'")
             else:
-                parents[ref.topic_id].append(tid)
-                hierarchy.add_edge(tid, ref.topic_id)
+                parents[child.topic_id].append(tid)
+                hierarchy.add_edge(tid, child.topic_id)
         seen_prerequisites: set[str] = set()
-        for ref in topic.prerequisite_topic_refs or ():
-            if ref.topic_id in seen_prerequisites:
-                problems.append(f"topic '{tid}': prerequisite topic '{ref.topic_id}' listed twice")
+        for pre in topic.prerequisite_topic_refs or ():
+            if pre.topic_id in seen_prerequisites:
+                problems.append(f"topic '{tid}': prerequisite topic '{pre.topic_id}' listed twice")
                 continue
-            seen_prerequisites.add(ref.topic_id)
-            if ref.topic_id not in topic_ids:
-                problems.append(f"topic '{tid}': unknown prerequisite topic '{ref.topic_id}'")
+            seen_prerequisites.add(pre.topic_id)
+            if pre.topic_id not in topic_ids:
+                problems.append(f"topic '{tid}': unknown prerequisite topic '{pre.topic_id}'")
             else:
-                prerequisites.add_edge(ref.topic_id, tid)
+                prerequisites.add_edge(pre.topic_id, tid)
 
-    for child, its_parents in parents.items():
+    for child_id, its_parents in parents.items():
         if len(its_parents) > 1:
             listed = ", ".join(f"'{p}'" for p in its_parents)
-            problems.append(f"topic '{child}' has {len(its_parents)} parents: {listed}")
+            problems.append(f"topic '{child_id}' has {len(its_parents)} parents: {listed}")
     for cycle in _cycles(hierarchy):
         problems.append("hierarchy cycle through topics " + ", ".join(f"'{t}'" for t in cycle))
     for cycle in _cycles(prerequisites):
@@ -182,7 +182,7 @@ class _KeyPositions:
     @classmethod
     def build(cls, groups: Mapping[str, list[int]]) -> _KeyPositions:
         codes = {key: k for k, key in enumerate(groups)}
-        counts = np.fromiter((len(v) for v in groups.values()), dtype=np.int64, count=len(groups))
+        counts = np.fromiter((len(v) for v in groups.values()), dtype=np.int32, count=len(groups))
         flat = [p for v in groups.values() for p in v]
         return cls(codes=codes, counts=counts, flat=np.asarray(flat, dtype=np.int64))
 
@@ -338,7 +338,7 @@ def compile_catalog(catalog: Catalog, items: Mapping[str, Item]) -> CatalogIndex
     ]
     while stack:
         tid, parent, depth = stack.pop()
-        if parent is None:
+        if parent is None or depth is None:
             end[topic_index[tid]] = len(item_ids)
             continue
         t = len(topic_index)
@@ -376,11 +376,11 @@ def compile_catalog(catalog: Catalog, items: Mapping[str, Item]) -> CatalogIndex
     prerequisites.add_nodes_from(topic_ids)
     edges: list[tuple[int, int]] = []
     for topic in catalog.topics:
-        for ref in topic.child_topic_refs or ():
-            hierarchy.add_edge(topic.topic_id, ref.topic_id)
-        for ref in topic.prerequisite_topic_refs or ():
-            prerequisites.add_edge(ref.topic_id, topic.topic_id)
-            edges.append((topic_index[ref.topic_id], topic_index[topic.topic_id]))
+        for child in topic.child_topic_refs or ():
+            hierarchy.add_edge(topic.topic_id, child.topic_id)
+        for pre in topic.prerequisite_topic_refs or ():
+            prerequisites.add_edge(pre.topic_id, topic.topic_id)
+            edges.append((topic_index[pre.topic_id], topic_index[topic.topic_id]))
 
     theory_refs = {
         item_id: tuple(ref.item_id for ref in items[item_id].theory_item_refs or ())

@@ -214,9 +214,9 @@ class LearnPolicy(Policy):
         same_topic[failed] = False
         if not same_topic.any():
             return None
-        positions = np.flatnonzero(same_topic)
-        easier = positions[view.p_correct[positions] >= view.p_correct[failed]]
-        pool = easier if len(easier) else positions
+        in_topic = np.flatnonzero(same_topic)
+        easier = in_topic[view.p_correct[in_topic] >= view.p_correct[failed]]
+        pool = easier if len(easier) else in_topic
         position = int(pool[np.argmin(np.abs(view.p_correct[pool] - self.target_success))])
         return Pick(
             position,

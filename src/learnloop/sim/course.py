@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from learnloop.content import Catalog, Item, Topic, TopicItemRef, TopicRef
+from learnloop.content import Catalog, Item, TheoryItemRef, Topic, TopicItemRef, TopicRef
 
 __all__ = ["sample_course"]
 
@@ -62,21 +62,21 @@ def sample_course(
                         difficulty=round(d, 3),
                         content_type="mcq",
                         tags=("hard",) if d > 0.6 else ("core",),
-                        theory_item_refs=(({"item_id": theory_id},) if with_theory else None),
+                        theory_item_refs=((TheoryItemRef(item_id=theory_id),) if with_theory else None),
                     )
                 )
                 refs.append(TopicItemRef(item_id=item_id))
-            prerequisites = [TopicRef(topic_id=previous)] if previous is not None else None
+            prerequisites = (TopicRef(topic_id=previous),) if previous is not None else None
             topics.append(
                 Topic(
                     topic_id=topic_id,
                     display_name=f"Topic {k} of chapter {c}",
-                    item_refs=refs,
+                    item_refs=tuple(refs),
                     prerequisite_topic_refs=prerequisites,
                 )
             )
             children.append(TopicRef(topic_id=topic_id))
             previous = topic_id
-        chapters.append(Topic(topic_id=f"ch{c}", display_name=f"Chapter {c}", child_topic_refs=children))
-    catalog = Catalog(catalog_id=catalog_id, display_name="Sample course", topics=[*chapters, *topics])
+        chapters.append(Topic(topic_id=f"ch{c}", display_name=f"Chapter {c}", child_topic_refs=tuple(children)))
+    catalog = Catalog(catalog_id=catalog_id, display_name="Sample course", topics=(*chapters, *topics))
     return items, catalog

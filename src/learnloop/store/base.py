@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["Doc", "Key", "Store", "TABLES", "check_key", "check_prefix", "decode_doc", "encode_doc"]
+__all__ = ["Doc", "Key", "Store", "TABLES", "check_key", "check_prefix", "decode_doc", "encode_doc", "json_doc"]
 
 Key = tuple[str, ...]
 Doc = Mapping[str, Any] | bytes
@@ -77,11 +77,23 @@ def encode_doc(doc: Doc) -> bytes:
     return _ENCODER.encode(doc if doc.__class__ is dict else dict(doc)).encode("utf-8")
 
 
+def json_doc(doc: Doc | None) -> Mapping[str, Any]:
+    """A document known to be JSON (not raw bytes) as a mapping; raises TypeError otherwise.
+
+    >>> json_doc({"v": 1})["v"]
+    1
+    """
+    if not isinstance(doc, Mapping):
+        raise TypeError(f"expected a JSON document, got {type(doc).__name__}")
+    return doc
+
+
 def decode_doc(blob: bytes) -> Doc:
     """The inverse of :func:`encode_doc`."""
     if blob[:1] == b"\x00":
         return bytes(blob[1:])
-    return json.loads(blob)  # type: ignore[no-any-return]
+    decoded: Doc = json.loads(blob)
+    return decoded
 
 
 @runtime_checkable

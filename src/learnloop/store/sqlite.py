@@ -136,12 +136,12 @@ class SQLiteStore:
             return found
         with self._lock:
             for at in range(0, len(wanted), _CHUNK):
-                chunk = [params[0] for params in wanted[at : at + _CHUNK]]
-                marks = ", ".join("?" * len(chunk))
+                firsts = [params[0] for params in wanted[at : at + _CHUNK]]
+                marks = ", ".join("?" * len(firsts))
                 rows = self._conn.execute(
                     f"SELECT k1, v FROM {table} WHERE app = ? AND k1 IN ({marks}) "
                     "AND k2 = '' AND k3 = '' AND k4 = ''",
-                    (app, *chunk),
+                    (app, *firsts),
                 ).fetchall()
                 for k1, blob in rows:
                     found[(k1,)] = decode_doc(blob)

@@ -173,7 +173,7 @@ def events(
             moment = moment + timedelta(milliseconds=draw(st.integers(min_value=1, max_value=86_400_000)))
             topic_id, item_id = draw(st.sampled_from(refs))
             topic_id = topic_id if draw(st.booleans()) else None
-            stamp = format_timestamp(moment)
+            stamp = moment
         item = pool[item_id]
         kind = draw(st.sampled_from(("attempt", "attempt", "skip", "view_theory")))
         common: dict[str, Any] = {

@@ -80,7 +80,7 @@ def matching_filters(draw: st.DrawFn, catalog: Catalog, items: Sequence[Item] | 
     fields: dict[str, Any] = {}
     if draw(st.booleans()):
         fields["include_topic_ids"] = _some(draw, above, topic_ids)
-    if own_tags and draw(st.booleans()):
+    if len(own_tags) > 0 and draw(st.booleans()):
         fields["include_tags"] = _some(draw, own_tags, tags)
     if item.content_type is not None and draw(st.booleans()):
         fields["include_content_types"] = _some(draw, [item.content_type], ctypes)
@@ -93,7 +93,7 @@ def matching_filters(draw: st.DrawFn, catalog: Catalog, items: Sequence[Item] | 
         "exclude_item_ids": [i for i in item_ids if i != item.item_id],
     }
     for name, allowed in exclusions.items():
-        if allowed and draw(st.booleans()):
+        if len(allowed) > 0 and draw(st.booleans()):
             fields[name] = draw(st.lists(st.sampled_from(allowed), min_size=1, max_size=3, unique=True))
     return Filter(**fields)
 

@@ -100,7 +100,7 @@ def items(
     if draw(st.booleans()):
         fields["tags"] = draw(st.lists(st.sampled_from(_TAGS), max_size=3, unique=True))
     others = [t for t in theory_ids if t != the_id]
-    if others and draw(st.booleans()):
+    if len(others) > 0 and draw(st.booleans()):
         refs = draw(st.lists(st.sampled_from(others), min_size=1, max_size=2, unique=True))
         fields["theory_item_refs"] = [TheoryItemRef(item_id=r) for r in refs]
     return Item(**fields)
@@ -176,13 +176,13 @@ def catalogs(
             Topic(
                 topic_id=topic_ids[k],
                 display_name=draw(_names),
-                item_refs=(refs[k] or draw(st.sampled_from([None, []]))) if k in refs else None,
-                child_topic_refs=[TopicRef(topic_id=topic_ids[c]) for c in kids] or None,
-                prerequisite_topic_refs=[TopicRef(topic_id=topic_ids[j]) for j in prereqs] or None,
+                item_refs=(tuple(refs[k]) or draw(st.sampled_from([None, ()]))) if k in refs else None,
+                child_topic_refs=tuple(TopicRef(topic_id=topic_ids[c]) for c in kids) or None,
+                prerequisite_topic_refs=tuple(TopicRef(topic_id=topic_ids[j]) for j in prereqs) or None,
             )
         )
     order = draw(st.permutations(topics))
-    return Catalog(catalog_id=cid, display_name=draw(_names), topics=order)
+    return Catalog(catalog_id=cid, display_name=draw(_names), topics=tuple(order))
 
 
 @st.composite
@@ -224,5 +224,5 @@ def filters(draw: st.DrawFn, catalog: Catalog, items: Sequence[Item] | Mapping[s
     for name in FILTER_FIELDS:
         if draw(st.booleans()):
             values = domain[name.split("_", 1)[1]]
-            fields[name] = draw(st.lists(st.sampled_from(values), min_size=1, max_size=3, unique=True))
+            fields[name] = tuple(draw(st.lists(st.sampled_from(values), min_size=1, max_size=3, unique=True)))
     return Filter(**fields)

@@ -217,6 +217,7 @@ def _expected_counts(
     # 0: g at t=0, 1: sum g, 2: sum g*o, 3: sum g over t with a successor,
     # 4: sum xi(U->K), 5: sum xi(K->U), 6: number of transitions
     g = posts[-1]
+    g_next = g
     n_last = g.shape[1]
     for t in range(len(posts) - 1, -1, -1):
         n = posts[t].shape[1]
