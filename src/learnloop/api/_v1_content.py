@@ -17,6 +17,7 @@ from learnloop.api._v1_mapping import (
     path_segments,
     view_to_catalog,
 )
+from learnloop.api._v1_limits import V1Limits
 from learnloop.api._v1_models import (
     AssetBody,
     BulkAssets,
@@ -31,17 +32,17 @@ from learnloop.api._v1_models import (
 from learnloop.errors import NotFoundError, ValidationError
 
 if TYPE_CHECKING:
-    from learnloop.api.v1 import V1Limits
     from learnloop.engine import Engine
 
-__all__ = ["ContentEndpoints"]
+__all__ = ["V1Content"]
 
 
-class ContentEndpoints:
-    """The asset and view endpoints of :class:`~learnloop.api.V1Api`."""
+class V1Content:
+    """The asset and view endpoints of :class:`~learnloop.api.V1Api` (which owns one)."""
 
-    engine: Engine
-    limits: V1Limits
+    def __init__(self, engine: Engine, limits: V1Limits) -> None:
+        self.engine = engine
+        self.limits = limits
 
     # -- stored documents ---------------------------------------------------------------------------
     def _asset_docs(self, app: str, asset_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -54,7 +55,7 @@ class ContentEndpoints:
                 out[asset_id] = doc
         return out
 
-    def _view_doc(self, app: str, view_id: str) -> dict[str, Any]:
+    def view_doc(self, app: str, view_id: str) -> dict[str, Any]:
         doc = self.engine.store.get("views", app, (internal_id(view_id),))
         if not isinstance(doc, dict) or doc.get("id") != view_id:
             raise NotFoundError("view", view_id)
@@ -81,7 +82,7 @@ class ContentEndpoints:
                 "assets", app, [((i.item_id,), d) for i, d in zip(items, docs, strict=True)]
             )
 
-    def _put_asset(self, app: str, asset_id: str, raw: bytes) -> ApiResponse:
+    def put_asset(self, app: str, asset_id: str, raw: bytes) -> ApiResponse:
         body = parse(AssetBody, raw)
         problems = self._asset_problems(body, "")
         if body.id is not None and body.id != asset_id:
@@ -95,7 +96,7 @@ class ContentEndpoints:
         )
         return ApiResponse(200, None)
 
-    def _put_assets(self, app: str, raw: bytes) -> ApiResponse:
+    def put_assets(self, app: str, raw: bytes) -> ApiResponse:
         body = parse(BulkAssets, raw)
         limit = self.limits.bulk_assets
         if len(body.assets) > limit:
@@ -115,13 +116,13 @@ class ContentEndpoints:
         self._write_assets(app, [dump(a) for a in body.assets])
         return ApiResponse(200, None)
 
-    def _get_asset(self, app: str, asset_id: str) -> ApiResponse:
+    def get_asset(self, app: str, asset_id: str) -> ApiResponse:
         doc = self._asset_docs(app, [asset_id]).get(asset_id)
         if doc is None:
             raise NotFoundError("asset", asset_id)
         return ApiResponse(200, doc)
 
-    def _delete_asset(self, app: str, asset_id: str) -> ApiResponse:
+    def delete_asset(self, app: str, asset_id: str) -> ApiResponse:
         if not self._delete(app, [asset_id]):
             raise NotFoundError("asset", asset_id)
         return ApiResponse(200, None)
@@ -142,16 +143,16 @@ class ContentEndpoints:
             raise Fail(400, f"'asset_ids' names {len(ids)} assets; at most {limit} per call")
         return list(dict.fromkeys(ids))
 
-    def _get_assets(self, app: str, params: dict[str, list[str]]) -> ApiResponse:
+    def get_assets(self, app: str, params: dict[str, list[str]]) -> ApiResponse:
         ids = self._asset_ids(params, self.limits.multi_get_assets)
         return ApiResponse(200, {"assets": list(self._asset_docs(app, ids).values())})
 
-    def _delete_assets(self, app: str, params: dict[str, list[str]]) -> ApiResponse:
+    def delete_assets(self, app: str, params: dict[str, list[str]]) -> ApiResponse:
         ids = self._asset_ids(params, self.limits.bulk_delete_assets)
         return ApiResponse(200, {"asset_ids": self._delete(app, ids)})
 
     # -- views ----------------------------------------------------------------------------------
-    def _put_view(self, app: str, view_id: str, raw: bytes) -> ApiResponse:
+    def put_view(self, app: str, view_id: str, raw: bytes) -> ApiResponse:
         body = parse(ViewBody, raw)
         problems: list[str] = []
         if body.id is not None and body.id != view_id:
@@ -182,7 +183,7 @@ class ContentEndpoints:
             if a not in existing
         ]
         try:
-            before = self._view_doc(app, view_id)
+            before = self.view_doc(app, view_id)
         except NotFoundError:
             before = None
         if before is not None:
@@ -201,8 +202,8 @@ class ContentEndpoints:
             self.engine.store.put_many("views", app, [((internal_id(view_id),), doc)])
         return ApiResponse(200, None)
 
-    def _get_view(self, app: str, view_id: str) -> ApiResponse:
-        doc = self._view_doc(app, view_id)
+    def get_view(self, app: str, view_id: str) -> ApiResponse:
+        doc = self.view_doc(app, view_id)
         assets = self._asset_docs(app, [a["asset_id"] for a in doc["assets"]])
         out = []
         for entry in doc["assets"]:
@@ -219,8 +220,8 @@ class ContentEndpoints:
             out.append(fields)
         return ApiResponse(200, {**doc, "assets": out})
 
-    def _delete_view(self, app: str, view_id: str) -> ApiResponse:
-        self._view_doc(app, view_id)
+    def delete_view(self, app: str, view_id: str) -> ApiResponse:
+        self.view_doc(app, view_id)
         with self.engine.atomic():
             self.engine.store.delete_many("views", app, [(internal_id(view_id),)])
             try:
@@ -229,7 +230,7 @@ class ContentEndpoints:
                 pass
         return ApiResponse(200, None)
 
-    def _get_views(self, app: str, params: dict[str, list[str]]) -> ApiResponse:
+    def get_views(self, app: str, params: dict[str, list[str]]) -> ApiResponse:
         last = single(params, "last_view_id", required=False)
         text = single(params, "limit", required=False)
         maximum = self.limits.views_per_page

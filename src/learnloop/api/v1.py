@@ -30,7 +30,8 @@ from learnloop._http import (
     resolve_api_key,
 )
 from learnloop._types import Clock
-from learnloop.api._v1_content import ContentEndpoints
+from learnloop.api._v1_content import V1Content
+from learnloop.api._v1_limits import V1Limits
 from learnloop.api._v1_events import prepare_events, record_users, user_doc, write_events
 from learnloop.api._v1_mapping import asset_filter, internal_id, path_problem
 from learnloop.api._v1_models import (
@@ -46,26 +47,6 @@ from learnloop.engine import Engine
 from learnloop.errors import ContextError, NotFoundError, ValidationError
 
 __all__ = ["V1Api", "V1Limits"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class V1Limits:
-    """The limits of the v1 contract (change them for tests or private deployments).
-
-    >>> V1Limits().request_bytes
-    16384
-    """
-
-    request_bytes: int = 16 * 1024
-    bulk_assets: int = 1000
-    multi_get_assets: int = 100
-    bulk_delete_assets: int = 1000
-    view_assets: int = 1000
-    events_per_call: int = 1000
-    views_per_page: int = 1000
-    description_chars: int = 10_000
-    variability: int = 1000
-    next_assets: int = 1000
 
 
 #: Where an error's ``link`` points by default: the description of its HTTP status.
@@ -115,7 +96,7 @@ def _encodable(text: str) -> bool:
     return True
 
 
-class V1Api(ContentEndpoints):
+class V1Api:
     """The v1 contract over an :class:`Engine`.
 
     ``api_keys`` maps each API key to its application (``None`` disables
@@ -152,17 +133,18 @@ class V1Api(ContentEndpoints):
         self.clock: Clock = clock or engine.clock
         self.limits = limits or V1Limits()
         self.error_link = error_link
+        content = self._content = V1Content(engine, self.limits)
         self._handlers: dict[tuple[str, str], Callable[..., ApiResponse]] = {
-            ("asset", "PUT"): self._put_asset,
-            ("asset", "GET"): self._get_asset,
-            ("asset", "DELETE"): self._delete_asset,
-            ("assets", "PUT"): self._put_assets,
-            ("assets", "GET"): self._get_assets,
-            ("assets", "DELETE"): self._delete_assets,
-            ("view", "PUT"): self._put_view,
-            ("view", "GET"): self._get_view,
-            ("view", "DELETE"): self._delete_view,
-            ("views", "GET"): self._get_views,
+            ("asset", "PUT"): content.put_asset,
+            ("asset", "GET"): content.get_asset,
+            ("asset", "DELETE"): content.delete_asset,
+            ("assets", "PUT"): content.put_assets,
+            ("assets", "GET"): content.get_assets,
+            ("assets", "DELETE"): content.delete_assets,
+            ("view", "PUT"): content.put_view,
+            ("view", "GET"): content.get_view,
+            ("view", "DELETE"): content.delete_view,
+            ("views", "GET"): content.get_views,
             ("user-events", "POST"): self._user_events,
             ("next-assets", "POST"): self._next_assets,
             ("user-filter-status", "POST"): self._user_filter_status,
@@ -373,7 +355,7 @@ class V1Api(ContentEndpoints):
         if not 1 <= body.limit <= maximum:
             shown = str(body.limit) if abs(body.limit) < 10**20 else f"an integer of {len(str(abs(body.limit)))} digits"
             raise ValidationError(f"'limit' must be from 1 to {maximum}, got {shown}")
-        view = self._view_doc(app, body.view_id)
+        view = self._content.view_doc(app, body.view_id)
         catalog_id = internal_id(body.view_id)
         self._mask(app, view, body.filter)
         batch = prepare_events(
@@ -384,7 +366,7 @@ class V1Api(ContentEndpoints):
             write_events(self.engine, batch, app=app)
             record_users(self.engine, {user_id: user_doc(body.user)}, app=app)
             # under the engine's lock: the view cannot change between the mask and the sequence
-            view = self._view_doc(app, body.view_id)
+            view = self._content.view_doc(app, body.view_id)
             mask = self._mask(app, view, body.filter)
             suggestions = self.engine.next_items(
                 user_id, catalog_id, mode=body.mode.type, mask=mask, limit=body.limit, app=app
@@ -410,7 +392,7 @@ class V1Api(ContentEndpoints):
 
     def _user_filter_status(self, app: str, raw: bytes) -> ApiResponse:
         body = parse(UserFilterStatusRequest, raw)
-        view = self._view_doc(app, body.view_id)
+        view = self._content.view_doc(app, body.view_id)
         masks = [self._mask(app, view, f) for f in body.filters]
         statuses = self.engine.status_v1(
             internal_id(body.user_id), internal_id(body.view_id), masks, app=app
@@ -429,7 +411,7 @@ class V1Api(ContentEndpoints):
         if problems:
             raise Fail(400, problems)
         assert user_id is not None and view_id is not None
-        view = self._view_doc(app, view_id)
+        view = self._content.view_doc(app, view_id)
         catalog_id = internal_id(view_id)
         masks = []
         for p in paths:
@@ -459,7 +441,7 @@ class V1Api(ContentEndpoints):
 
         ``options`` go to :meth:`Engine.calibrate` (``model``, ``min_responses``, ...).
         """
-        self._view_doc(app, view_id)
+        self._content.view_doc(app, view_id)
         return self.engine.calibrate(
             internal_id(view_id), exclude_users=self.testers(app=app), app=app, **options
         )
