@@ -27,7 +27,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 PEER_VENV = HERE / ".venv-catsim"
 
-CATSIM_RUNNER = r'''
+CATSIM_RUNNER = r"""
 import json, sys, time
 import numpy as np
 from catsim.item_bank import ItemBank
@@ -55,7 +55,7 @@ for k, theta in enumerate(thetas):
     estimates.append(est)
 n = len(thetas) * length
 print(json.dumps({"estimates": estimates, "select_ms": 1000 * select_s / n, "estimate_ms": 1000 * estimate_s / n}))
-'''
+"""
 
 
 def ensure_catsim() -> Path:
@@ -86,29 +86,45 @@ def run_learnloop(b: np.ndarray, thetas: np.ndarray, seed: int, length: int, opt
     engine = Engine(seed=seed, clock=clock, policies={"assess": TimedAssess()}, learner_options=options)
     d = 1.0 / (1.0 + np.exp(-b))
     engine.upsert_items(
-        [{"item_id": f"i{k}", "display_name": f"item {k}", "scorable": True, "difficulty": float(v)}
-         for k, v in enumerate(d)]
+        [
+            {"item_id": f"i{k}", "display_name": f"item {k}", "scorable": True, "difficulty": float(v)}
+            for k, v in enumerate(d)
+        ]
     )
-    engine.upsert_catalog({"catalog_id": "bank", "display_name": "Bank", "topics": [
-        {"topic_id": "all", "display_name": "All", "item_refs": [{"item_id": f"i{k}"} for k in range(b.size)]}]})
+    engine.upsert_catalog(
+        {
+            "catalog_id": "bank",
+            "display_name": "Bank",
+            "topics": [
+                {"topic_id": "all", "display_name": "All", "item_refs": [{"item_id": f"i{k}"} for k in range(b.size)]}
+            ],
+        }
+    )
     position = {f"i{k}": k for k in range(b.size)}
     estimates, steps = [], []
     for k, theta in enumerate(thetas):
         rng = np.random.default_rng((seed, k))
         user = f"examinee-{k}"
-        context = engine.create_session({"user_id": user, "catalog_id": "bank", "mode": {"type": "assess"}, "filter": {}})
+        context = engine.create_session(
+            {"user_id": user, "catalog_id": "bank", "mode": {"type": "assess"}, "filter": {}}
+        )
         events: list[dict] = []
         for _ in range(length + 1):
             t = time.perf_counter()
             rec = engine.adaptive_step(context, events).recommendation
             steps.append(time.perf_counter() - t)
             p = 1.0 / (1.0 + np.exp(-(theta - b[position[rec.item_id]])))
-            events = [{"type": "attempt", "timestamp": format_timestamp(clock.advance(30)),
-                       "recommendation_context": rec.recommendation_context, "score": float(rng.random() < p)}]
+            events = [
+                {
+                    "type": "attempt",
+                    "timestamp": format_timestamp(clock.advance(30)),
+                    "recommendation_context": rec.recommendation_context,
+                    "score": float(rng.random() < p),
+                }
+            ]
         estimates.append(engine.ability(user, "bank", "all")[0])
     n = len(thetas) * (length + 1)
-    return {"estimates": estimates, "select_ms": 1000 * select_time[0] / n,
-            "step_ms": 1000 * float(np.median(steps))}
+    return {"estimates": estimates, "select_ms": 1000 * select_time[0] / n, "step_ms": 1000 * float(np.median(steps))}
 
 
 def main() -> None:
@@ -136,13 +152,19 @@ def main() -> None:
 
     print(f"Rasch bank of {args.items} items, {args.examinees} examinees, {args.length} items each")
     print(f"{'':38s} {'RMSE':>7s} {'select ms/item':>15s}")
-    print(f"{'catsim 0.21 MaxInfo + NumericalSearch':38s} {rmse(peer['estimates']):7.3f} {peer['select_ms']:15.3f}"
-          f"   (estimation {peer['estimate_ms']:.3f} ms/item)")
-    print(f"{'learnloop assess (engine defaults)':38s} {rmse(ours['estimates']):7.3f} {ours['select_ms']:15.3f}"
-          f"   (whole adaptive-engine step p50 {ours['step_ms']:.3f} ms)")
-    print(f"selection speed-up: {peer['select_ms'] / ours['select_ms']:.1f}x; "
-          f"whole step vs catsim select + estimate: {(peer['select_ms'] + peer['estimate_ms']) / ours['step_ms']:.1f}x; "
-          f"RMSE ratio (learnloop / catsim): {rmse(ours['estimates']) / rmse(peer['estimates']):.3f}")
+    print(
+        f"{'catsim 0.21 MaxInfo + NumericalSearch':38s} {rmse(peer['estimates']):7.3f} {peer['select_ms']:15.3f}"
+        f"   (estimation {peer['estimate_ms']:.3f} ms/item)"
+    )
+    print(
+        f"{'learnloop assess (engine defaults)':38s} {rmse(ours['estimates']):7.3f} {ours['select_ms']:15.3f}"
+        f"   (whole adaptive-engine step p50 {ours['step_ms']:.3f} ms)"
+    )
+    print(
+        f"selection speed-up: {peer['select_ms'] / ours['select_ms']:.1f}x; "
+        f"whole step vs catsim select + estimate: {(peer['select_ms'] + peer['estimate_ms']) / ours['step_ms']:.1f}x; "
+        f"RMSE ratio (learnloop / catsim): {rmse(ours['estimates']) / rmse(peer['estimates']):.3f}"
+    )
 
 
 if __name__ == "__main__":

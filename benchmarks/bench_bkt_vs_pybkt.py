@@ -21,21 +21,21 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _peers_env import peer_python  # noqa: E402
+from _peers_env import peer_python
 
-from learnloop.sim import generate_bkt  # noqa: E402
-from learnloop.tracing import BKT, Sequences, auc, predict_sequences  # noqa: E402
+from learnloop.sim import generate_bkt
+from learnloop.tracing import BKT, Sequences, auc, predict_sequences
 
 N_SKILLS, SEQ_LEN = 10, 20
 
@@ -68,7 +68,9 @@ def run_once(n_interactions: int, seed: int, python: Path, workdir: Path) -> dic
         test_correct=y_test,
     )
     runner = str(Path(__file__).with_name("_peers_pybkt_run.py"))
-    subprocess.run([str(python), runner, str(path), str(out), "1"], check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    subprocess.run(
+        [str(python), runner, str(path), str(out), "1"], check=True, env=dict(os.environ, OMP_NUM_THREADS="1")
+    )
     with np.load(out) as z:
         peer_s, peer_params, peer_pred = float(z["times"][0]), z["params"], z["pred"]
     truth = data.true_params[:, :4]

@@ -141,9 +141,7 @@ def bench_filter(runs: int = 2000) -> list[float]:
         t2 = time.perf_counter()
         timings_all.append((t1 - t0) * 1e6)
         timings_simple.append((t2 - t1) * 1e6)
-    print(
-        f"  compile_filter, 2 conditions (topic + tag):       median {statistics.median(timings_simple):8.1f} µs"
-    )
+    print(f"  compile_filter, 2 conditions (topic + tag):       median {statistics.median(timings_simple):8.1f} µs")
     return timings_all
 
 

@@ -49,8 +49,15 @@ def gains(world: dict, policy: object, learners: int, steps: int, seed: int, bar
     out = []
     for k in range(learners):
         learner = learner_for(index, seed=seed * 10_000 + k, **world)
-        trace = run_session(engine, catalog_id=catalog.catalog_id, user_id=f"learner-{k}", learner=learner,
-                            mode="learn", steps=steps, clock=clock)
+        trace = run_session(
+            engine,
+            catalog_id=catalog.catalog_id,
+            user_id=f"learner-{k}",
+            learner=learner,
+            mode="learn",
+            steps=steps,
+            clock=clock,
+        )
         out.append(100.0 * trace.gain / steps)
         bar.update()
     return np.asarray(out)
@@ -67,10 +74,13 @@ def main() -> None:
     with tqdm(total=total, desc="simulated sessions", unit="learner") as bar:
         for world_name, world in WORLDS.items():
             results[world_name] = {
-                name: gains(world, policy, args.learners, args.steps, args.seed, bar) for name, policy in POLICIES.items()
+                name: gains(world, policy, args.learners, args.steps, args.seed, bar)
+                for name, policy in POLICIES.items()
             }
-    print(f"\nlearning gain per interaction (percentage points of true mean P(correct)); "
-          f"{args.learners} learners x {args.steps} interactions")
+    print(
+        f"\nlearning gain per interaction (percentage points of true mean P(correct)); "
+        f"{args.learners} learners x {args.steps} interactions"
+    )
     for world_name, by_policy in results.items():
         print(f"\n{world_name}")
         learn = by_policy["learn"]
@@ -78,8 +88,10 @@ def main() -> None:
             line = f"  {name:13s} {values.mean():.4f} ± {values.std(ddof=1) / np.sqrt(values.size):.4f}"
             if name != "learn":
                 diff = learn - values
-                line += (f"   learn - {name}: {diff.mean():+.4f} ± {diff.std(ddof=1) / np.sqrt(diff.size):.4f}"
-                         f" (ratio {learn.mean() / values.mean():.2f})")
+                line += (
+                    f"   learn - {name}: {diff.mean():+.4f} ± {diff.std(ddof=1) / np.sqrt(diff.size):.4f}"
+                    f" (ratio {learn.mean() / values.mean():.2f})"
+                )
             print(line)
 
 

@@ -30,25 +30,53 @@ from learnloop.sim import SimClock
 
 def build(engine: Engine, n_topics: int, per_topic: int) -> None:
     engine.upsert_items(
-        [{"item_id": f"i{t}-{k}", "display_name": f"item {t}.{k}", "scorable": True,
-          "difficulty": round(0.2 + 0.6 * k / per_topic, 3)} for t in range(n_topics) for k in range(per_topic)]
+        [
+            {
+                "item_id": f"i{t}-{k}",
+                "display_name": f"item {t}.{k}",
+                "scorable": True,
+                "difficulty": round(0.2 + 0.6 * k / per_topic, 3),
+            }
+            for t in range(n_topics)
+            for k in range(per_topic)
+        ]
     )
-    engine.upsert_catalog({"catalog_id": "big", "display_name": "Big", "topics": [
-        {"topic_id": f"t{t}", "display_name": f"Topic {t}",
-         "item_refs": [{"item_id": f"i{t}-{k}"} for k in range(per_topic)],
-         **({"prerequisite_topic_refs": [{"topic_id": f"t{t - 1}"}]} if t else {})}
-        for t in range(n_topics)]})
+    engine.upsert_catalog(
+        {
+            "catalog_id": "big",
+            "display_name": "Big",
+            "topics": [
+                {
+                    "topic_id": f"t{t}",
+                    "display_name": f"Topic {t}",
+                    "item_refs": [{"item_id": f"i{t}-{k}"} for k in range(per_topic)],
+                    **({"prerequisite_topic_refs": [{"topic_id": f"t{t - 1}"}]} if t else {}),
+                }
+                for t in range(n_topics)
+            ],
+        }
+    )
 
 
-def batches(clock: SimClock, rng: np.random.Generator, users: int, per_user: int, n_topics: int, per_topic: int,
-            prefix: str) -> list[tuple[str, list[dict]]]:
+def batches(
+    clock: SimClock, rng: np.random.Generator, users: int, per_user: int, n_topics: int, per_topic: int, prefix: str
+) -> list[tuple[str, list[dict]]]:
     start = clock()
     return [
-        (f"{prefix}{u}", [
-            {"type": "attempt", "item_id": f"i{rng.integers(n_topics)}-{rng.integers(per_topic)}", "catalog_id": "big",
-             "timestamp": format_timestamp(start + timedelta(seconds=k)), "score": float(rng.random() < 0.6),
-             "time_spent_ms": 20_000}
-            for k in range(per_user)])
+        (
+            f"{prefix}{u}",
+            [
+                {
+                    "type": "attempt",
+                    "item_id": f"i{rng.integers(n_topics)}-{rng.integers(per_topic)}",
+                    "catalog_id": "big",
+                    "timestamp": format_timestamp(start + timedelta(seconds=k)),
+                    "score": float(rng.random() < 0.6),
+                    "time_spent_ms": 20_000,
+                }
+                for k in range(per_user)
+            ],
+        )
         for u in range(users)
     ]
 
@@ -70,9 +98,15 @@ def steps(engine: Engine, clock: SimClock, rng: np.random.Generator, mode: str, 
         t = time.perf_counter()
         rec = engine.adaptive_step(context, events).recommendation
         times.append(time.perf_counter() - t)
-        events = [{"type": "attempt", "timestamp": format_timestamp(clock.advance(30)),
-                   "recommendation_context": rec.recommendation_context, "score": float(rng.random() < 0.7),
-                   "time_spent_ms": 15_000}]
+        events = [
+            {
+                "type": "attempt",
+                "timestamp": format_timestamp(clock.advance(30)),
+                "recommendation_context": rec.recommendation_context,
+                "score": float(rng.random() < 0.7),
+                "time_spent_ms": 15_000,
+            }
+        ]
     return np.asarray(times[warmup:]) * 1000.0
 
 
@@ -90,8 +124,14 @@ def http_steps(engine: Engine, clock: SimClock, rng: np.random.Generator, n: int
         t = time.perf_counter()
         out = api.handle("POST", "/v2/adaptive-engine", body=payload).body["data"]["recommendation"]
         times.append(time.perf_counter() - t)
-        events = [{"type": "attempt", "timestamp": format_timestamp(clock.advance(30)),
-                   "recommendation_context": out["recommendation_context"], "score": float(rng.random() < 0.7)}]
+        events = [
+            {
+                "type": "attempt",
+                "timestamp": format_timestamp(clock.advance(30)),
+                "recommendation_context": out["recommendation_context"],
+                "score": float(rng.random() < 0.7),
+            }
+        ]
     return np.asarray(times[20:]) * 1000.0
 
 
@@ -107,17 +147,27 @@ def main() -> None:
         for store in args.stores.split(","):
             clock = SimClock()
             rng = np.random.default_rng(1)
-            engine = Engine(seed=1, clock=clock) if store == "memory" else Engine.open(Path(tmp) / "b.db", seed=1, clock=clock)
+            engine = (
+                Engine(seed=1, clock=clock)
+                if store == "memory"
+                else Engine.open(Path(tmp) / "b.db", seed=1, clock=clock)
+            )
             build(engine, n_topics, per_topic)
             rate = ingest(engine, batches(clock, rng, users, per_user, n_topics, per_topic, "u"))
             big = ingest(engine, batches(clock, rng, max(users // 10, 10), 1000, n_topics, per_topic, "bulk"))
-            print(f"[{store}] ingestion: {rate:,.0f} events/s in calls of {per_user}; {big:,.0f} events/s in calls of 1000")
+            print(
+                f"[{store}] ingestion: {rate:,.0f} events/s in calls of {per_user}; {big:,.0f} events/s in calls of 1000"
+            )
             for mode in ("learn", "review", "assess"):
                 lat = steps(engine, clock, rng, mode, n_steps)
-                print(f"[{store}] {mode:6s} step: p50 {np.percentile(lat, 50):.3f} ms, p99 {np.percentile(lat, 99):.3f} ms")
+                print(
+                    f"[{store}] {mode:6s} step: p50 {np.percentile(lat, 50):.3f} ms, p99 {np.percentile(lat, 99):.3f} ms"
+                )
             lat = http_steps(engine, clock, rng, n_steps)
-            print(f"[{store}] learn step through V2Api.handle: p50 {np.percentile(lat, 50):.3f} ms, "
-                  f"p99 {np.percentile(lat, 99):.3f} ms")
+            print(
+                f"[{store}] learn step through V2Api.handle: p50 {np.percentile(lat, 50):.3f} ms, "
+                f"p99 {np.percentile(lat, 99):.3f} ms"
+            )
             engine.close()
 
 

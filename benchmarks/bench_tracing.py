@@ -16,14 +16,14 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import statistics  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+import statistics
+import time
+from collections.abc import Callable
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from learnloop.sim import generate_bkt, generate_irt  # noqa: E402
-from learnloop.tracing import (  # noqa: E402
+from learnloop.sim import generate_bkt, generate_irt
+from learnloop.tracing import (
     BKT,
     Event,
     ItemParams,
@@ -94,7 +94,12 @@ def main() -> None:
     t = best_of(lambda: model.status(state, mask, p_correct=p), number=500)
     print(f"{'status over a 5,000-item filter':<58} {t * 1e6:>9.2f} us")
 
-    for persons, n, model_name, density in ((500, 100, "rasch", 1.0), (500, 100, "2pl", 1.0), (5_000, 200, "rasch", 0.2), (5_000, 200, "2pl", 0.2)):
+    for persons, n, model_name, density in (
+        (500, 100, "rasch", 1.0),
+        (500, 100, "2pl", 1.0),
+        (5_000, 200, "rasch", 0.2),
+        (5_000, 200, "2pl", 0.2),
+    ):
         data = generate_irt(persons, n, model=model_name, density=density, seed=1)
         t = median_of(lambda d=data, m=model_name: calibrate(d.person, d.item, d.score, model=m))  # type: ignore[misc]
         fit = calibrate(data.person, data.item, data.score, model=model_name)  # type: ignore[arg-type]

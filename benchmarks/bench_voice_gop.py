@@ -88,11 +88,22 @@ assert not set(CALIBRATION_WORDS) & set(EVALUATION_WORDS), "calibration and eval
 
 # Connected speech for the pair statistics: two calibration words in a carrier sentence.
 SENTENCE_TEMPLATES = (
-    "the {0} is on the {1}", "I have a {0} and a {1}", "she gave him the {0}", "we saw a {0} near the {1}",
-    "his {0} was in the {1}", "they bought a new {0} last week", "put the {0} next to the {1}",
-    "a {0} can be quite useful", "it was not a {0} but a {1}", "he likes the {0} more than the {1}",
-    "our {0} is bigger than your {1}", "did they find the {0}", "there is no {0} in this {1}",
-    "I think the {0} is broken", "she should bring a {0}", "let him hold the {0} for a minute",
+    "the {0} is on the {1}",
+    "I have a {0} and a {1}",
+    "she gave him the {0}",
+    "we saw a {0} near the {1}",
+    "his {0} was in the {1}",
+    "they bought a new {0} last week",
+    "put the {0} next to the {1}",
+    "a {0} can be quite useful",
+    "it was not a {0} but a {1}",
+    "he likes the {0} more than the {1}",
+    "our {0} is bigger than your {1}",
+    "did they find the {0}",
+    "there is no {0} in this {1}",
+    "I think the {0} is broken",
+    "she should bring a {0}",
+    "let him hold the {0} for a minute",
 )
 SENTENCE_SPEEDS = (150, 185)  # words per minute; the word lists are said at 160
 
@@ -279,8 +290,10 @@ def main() -> None:
         return CALIBRATION.probability([CALIBRATION.normalised_gop(e.phone, e.llr) for e in es])
 
     protocol = "original" if args.original_protocol else "default"
-    print(f"evaluation ({protocol} protocol): {len(EVALUATION_WORDS)} words x {len(voices)} voices "
-          f"({', '.join(voices)}), {len(ok)} correct and {len(bad)} substituted phones, {elapsed:.0f} s")
+    print(
+        f"evaluation ({protocol} protocol): {len(EVALUATION_WORDS)} words x {len(voices)} voices "
+        f"({', '.join(voices)}), {len(ok)} correct and {len(bad)} substituted phones, {elapsed:.0f} s"
+    )
     print(f"AUC calibrated score: {auc(score(ok), score(bad)):.3f}")
     print(f"AUC raw GOP:          {auc([e.gop for e in ok], [e.gop for e in bad]):.3f}")
     for v in voices:
@@ -289,8 +302,10 @@ def main() -> None:
         print(f"  {v:12s} AUC {auc(score(o), score(b)):.3f}")
     s_ok = np.rint(100 * score(ok))
     s_bad = np.rint(100 * score(bad))
-    print(f"correct phones: median score {np.median(s_ok):.0f}, {np.mean(s_ok >= 80):.0%} >= 80, "
-          f"{np.mean(s_ok < 60):.1%} < 60 (false alarms)")
+    print(
+        f"correct phones: median score {np.median(s_ok):.0f}, {np.mean(s_ok >= 80):.0%} >= 80, "
+        f"{np.mean(s_ok < 60):.1%} < 60 (false alarms)"
+    )
     print(f"substituted:    median score {np.median(s_bad):.0f}, {np.mean(s_bad < 60):.0%} < 60")
     like = [CALIBRATION.sounds_like(e.phone, e.llr) for e in bad]  # as the scorer reports it
     same = np.mean([k == e.substitute for k, e in zip(like, bad)])

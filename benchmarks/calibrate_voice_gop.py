@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_voice_gop import (  # noqa: E402
+from bench_voice_gop import (
     CALIBRATION_WORDS,
     VOICES,
     auc,
@@ -36,8 +36,8 @@ from bench_voice_gop import (  # noqa: E402
     sentence_reference,
 )
 
-from learnloop.voice.calibration import fit_calibration  # noqa: E402
-from learnloop.voice.gop import PhoneGop  # noqa: E402
+from learnloop.voice.calibration import fit_calibration
+from learnloop.voice.gop import PhoneGop
 
 OUT = Path(__file__).resolve().parent.parent / "src" / "learnloop" / "voice" / "calibration.json"
 FOLDS = 5
@@ -55,10 +55,14 @@ def main() -> None:
     ref_llrs = np.array([g.llr for _, _, g in reference] + [g.llr for _, _, g in sentences])
     cal = fit_calibration(list(phones), llrs, y, reference=(list(ref_phones), ref_llrs))
     p = cal.probability([cal.normalised_gop(ph, v) for ph, v in zip(phones, llrs)])
-    print(f"{len(examples)} labelled phones ({int(y.sum())} correct) and {len(ref_phones)} reference phones "
-          f"({len(sentences)} of them in sentences) from {len(CALIBRATION_WORDS)} words x {len(VOICES)} voices")
-    print(f"training AUC {auc(p[y == 1], p[y == 0]):.3f}, "
-          f"log loss {-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)):.3f}")
+    print(
+        f"{len(examples)} labelled phones ({int(y.sum())} correct) and {len(ref_phones)} reference phones "
+        f"({len(sentences)} of them in sentences) from {len(CALIBRATION_WORDS)} words x {len(VOICES)} voices"
+    )
+    print(
+        f"training AUC {auc(p[y == 1], p[y == 0]):.3f}, "
+        f"log loss {-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)):.3f}"
+    )
 
     # Cross-validation by word: refit without a fifth of the words, score that fifth.
     rng = np.random.default_rng(0)

@@ -33,7 +33,8 @@ def test_no_class_is_named_or_used_as_a_mixin() -> None:
         standalone = (
             "__init__" in methods
             or decorated
-            or base_names & {"BaseModel", "Protocol", "Exception", "ValueError", "LearnloopError", "RuleBasedStateMachine"}
+            or base_names
+            & {"BaseModel", "Protocol", "Exception", "ValueError", "LearnloopError", "RuleBasedStateMachine"}
             or name in {"Policy", "LearnloopError"}
         )
         assert standalone, f"class {name} is used as a base without being a standalone class"
@@ -48,6 +49,5 @@ def test_the_import_contracts_are_kept() -> None:
     linter = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     if linter is None:
         pytest.fail("lint-imports is not installed (pip install 'learnloop[dev]')")
-    done = subprocess.run([linter, "--no-cache"], capture_output=True, text=True,
-                          cwd=SRC.parents[1], timeout=300)
+    done = subprocess.run([linter, "--no-cache"], capture_output=True, text=True, cwd=SRC.parents[1], timeout=300)
     assert done.returncode == 0, done.stdout[-3000:]

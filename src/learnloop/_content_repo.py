@@ -96,9 +96,7 @@ class ContentRepository:
             self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
             self.bump_version(app)
 
-    def replace_item_database(
-        self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP
-    ) -> None:
+    def replace_item_database(self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP) -> None:
         parsed = self._items(items)
         if len(parsed) > self.limits.max_items:
             raise LimitExceededError("items in the item database", len(parsed), self.limits.max_items)

@@ -39,9 +39,8 @@ from learnloop.limits import Limits
 from learnloop.recommend import LearnerView, UserStatus
 from learnloop.store import Store
 from learnloop.store.base import json_doc
-from learnloop.tracing import Status
+from learnloop.tracing import Status, difficulty_to_b
 from learnloop.tracing import calibrate as calibrate_items
-from learnloop.tracing import difficulty_to_b
 
 __all__ = ["ContextEvents", "Learners", "PlainEvents"]
 
@@ -69,7 +68,6 @@ class Learners:
     def learner_cache_nbytes(self) -> int:
         """Bytes held by the in-process cache of learner states (bounded by ``learner_cache_bytes``)."""
         return self.tracker.nbytes
-
 
     def status(self, model: CatalogModel, entry: _Cached, mask: BoolArray, p: np.ndarray) -> UserStatus:
         """The v2 status over ``mask``: the one status computation, :meth:`LearnerModel.status`."""
@@ -275,9 +273,7 @@ def _validated(adapter: TypeAdapter[list[Any]], kinds: tuple[type, ...], events:
     try:
         return adapter.validate_python([e.model_dump() if isinstance(e, pydantic.BaseModel) else e for e in given])
     except pydantic.ValidationError as exc:
-        raise ValidationError(
-            [p.replace("'", "'events", 1) for p in describe_validation_error(exc)]
-        ) from None
+        raise ValidationError([p.replace("'", "'events", 1) for p in describe_validation_error(exc)]) from None
 
 
 def _plain(events: Iterable[Any]) -> list[AttemptEvent | SkipEvent | ViewTheoryEvent]:

@@ -87,7 +87,6 @@ class Sessions:
                 doc = self.store.get("meta", "", ("context_secret",))
         return bytes.fromhex(json_doc(doc)["hex"])
 
-
     def next_items(
         self,
         user_id: str,
@@ -199,11 +198,11 @@ class Sessions:
             return np.random.default_rng((int(session.session_id, 16), session.recommendation_count))
         spec = session.spec
         user_key = hashlib.sha256(f"{app}\x1f{spec.user_id}\x1f{spec.catalog_id}".encode()).digest()[:8]
-        return np.random.default_rng((self.seed, int.from_bytes(user_key, "big"), n_events, session.recommendation_count))
+        return np.random.default_rng(
+            (self.seed, int.from_bytes(user_key, "big"), n_events, session.recommendation_count)
+        )
 
-    def adaptive_step(
-        self, session_context: str, events: ContextEvents = (), *, app: str = "default"
-    ) -> AdaptiveStep:
+    def adaptive_step(self, session_context: str, events: ContextEvents = (), *, app: str = "default") -> AdaptiveStep:
         parsed = _contextual(events)
         self.learners.check_events_count(len(parsed))
         session = self.session(session_context, app=app)
@@ -301,7 +300,9 @@ class Sessions:
             )
         user_status = self.learners.status(model, entry, mask, p)
         session_status = session.status(self.clock(), user_status.proficiency)
-        return AdaptiveStep(recommendation=recommendation, user_status=user_status, session_status=session_status), session
+        return AdaptiveStep(
+            recommendation=recommendation, user_status=user_status, session_status=session_status
+        ), session
 
 
 def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionState:

@@ -273,7 +273,9 @@ class Tracker:
     ) -> _Cached:
         """The cached entry relabelled to the stored ``revision`` (marked dirty where others wrote)."""
         if cached is None or cached.fingerprint != catalog.fingerprint or cached.revision > revision:
-            return _Cached(revision, catalog.fingerprint, catalog.model.new_state(), -math.inf, None, dirty_from=-math.inf)
+            return _Cached(
+                revision, catalog.fingerprint, catalog.model.new_state(), -math.inf, None, dirty_from=-math.inf
+            )
         if cached.revision == revision:
             return cached
         # another process wrote: the revision log says from which timestamp on
@@ -477,6 +479,4 @@ def _same_event(before: Any, after: dict[str, Any]) -> bool:
     if not isinstance(before, dict):
         return False
     strip = {"session_id"}
-    return {k: v for k, v in before.items() if k not in strip} == {
-        k: v for k, v in after.items() if k not in strip
-    }
+    return {k: v for k, v in before.items() if k not in strip} == {k: v for k, v in after.items() if k not in strip}

@@ -83,22 +83,31 @@ def main(argv: list[str] | None = None) -> int:
         for k in range(args.learners):
             learner = learner_for(index, seed=args.seed * 1000 + k, **learner_options)
             user = f"learner-{k:03d}"
-            trace = run_session(engine, catalog_id=cid, user_id=user, learner=learner, mode="learn",
-                                steps=args.steps, clock=clock)
+            trace = run_session(
+                engine, catalog_id=cid, user_id=user, learner=learner, mode="learn", steps=args.steps, clock=clock
+            )
             learn_curves.append(trace.true_proficiency)
             learn_gain.append(trace.gain / args.steps)
             # learn mode enters chapter 2 only once chapter 1 is mastered
             steps_to = next((i for i, t in enumerate(trace.topic_ids) if t.startswith("ch2")), None)
             to_mastery.append(np.nan if steps_to is None else steps_to)
             clock.advance(7 * 86400)
-            trace = run_session(engine, catalog_id=cid, user_id=user, learner=learner, mode="review",
-                                steps=20, clock=clock)
+            trace = run_session(
+                engine, catalog_id=cid, user_id=user, learner=learner, mode="review", steps=20, clock=clock
+            )
             review_curves.append(trace.true_proficiency)
             review_gain.append(trace.gain / 20)
 
             tester = learner_for(index, seed=args.seed * 7919 + k)
-            trace = run_session(engine, catalog_id=cid, user_id=f"candidate-{k:03d}", learner=tester,
-                                mode="assess", steps=30, clock=clock)
+            trace = run_session(
+                engine,
+                catalog_id=cid,
+                user_id=f"candidate-{k:03d}",
+                learner=tester,
+                mode="assess",
+                steps=30,
+                clock=clock,
+            )
             assess_true.append(true_proficiency(tester, index, all_items, clock()))
             assess_est.append(trace.estimated_proficiency[-1])
             clock.advance(3600)
@@ -121,8 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     header = ("mode", "gain per interaction", "interactions to master chapter 1", "proficiency error (30 items)")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(4)]
     print()
-    print(f"learnloop demo: {args.learners} simulated learners on '{catalog.display_name}' "
-          f"({index.n_items} items, {index.n_topics} topics)")
+    print(
+        f"learnloop demo: {args.learners} simulated learners on '{catalog.display_name}' "
+        f"({index.n_items} items, {index.n_topics} topics)"
+    )
     for row in [header, tuple("-" * w for w in widths), *rows]:
         print("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))
     plot = args.out / "learning-curves.png"

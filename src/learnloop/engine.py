@@ -30,8 +30,16 @@ from learnloop._tracking import DEFAULT_CACHE_BYTES, CatalogModel
 from learnloop._types import BoolArray, Clock
 from learnloop.content import Catalog, CatalogIndex, Filter, Item, ItemAnnotation
 from learnloop.limits import Limits
-from learnloop.recommend import AdaptiveStep, LearnerView, Policy, SessionSpec, SessionState, Suggestion, UserStatus
-from learnloop.recommend import policy_for
+from learnloop.recommend import (
+    AdaptiveStep,
+    LearnerView,
+    Policy,
+    SessionSpec,
+    SessionState,
+    Suggestion,
+    UserStatus,
+    policy_for,
+)
 from learnloop.store import MemoryStore, SQLiteStore, Store
 from learnloop.tracing import Status
 
@@ -183,9 +191,7 @@ class Engine:
         return self._content.upsert_items(items, app=app)
 
     @shared
-    def replace_item_database(
-        self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP
-    ) -> None:
+    def replace_item_database(self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP) -> None:
         """Make ``app``'s item database exactly ``items``: items not included are removed."""
         return self._content.replace_item_database(items, app=app)
 
@@ -326,7 +332,14 @@ class Engine:
         stored and used by the learner model from then on (learner states are
         rebuilt). Returns ``{item_id: {"b": ..., "a": ..., "n": responses}}``.
         """
-        return self._learners.calibrate(catalog_id, model=model, exclude_users=exclude_users, min_responses=min_responses, progress=progress, app=app)
+        return self._learners.calibrate(
+            catalog_id,
+            model=model,
+            exclude_users=exclude_users,
+            min_responses=min_responses,
+            progress=progress,
+            app=app,
+        )
 
     # -- sessions -----------------------------------------------------------------
     @shared
@@ -360,9 +373,7 @@ class Engine:
         return self._sessions.session(session_context, app=app)
 
     @shared
-    def adaptive_step(
-        self, session_context: str, events: ContextEvents = (), *, app: str = "default"
-    ) -> AdaptiveStep:
+    def adaptive_step(self, session_context: str, events: ContextEvents = (), *, app: str = "default") -> AdaptiveStep:
         """Ingest the events, update the learner, recommend the next item, report the status.
 
         When no eligible item is left (the filter matches nothing, or the

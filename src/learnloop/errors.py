@@ -42,9 +42,7 @@ class ValidationError(LearnloopError, ValueError):
     """
 
     def __init__(self, problems: str | Iterable[str]) -> None:
-        self.problems: tuple[str, ...] = (
-            (problems,) if isinstance(problems, str) else tuple(problems)
-        )
+        self.problems: tuple[str, ...] = (problems,) if isinstance(problems, str) else tuple(problems)
         if not self.problems:
             raise ValueError("ValidationError needs at least one problem")
         super().__init__(self._summary())

@@ -154,9 +154,7 @@ class ContextViewTheoryEvent(_WithContext):
 
 
 PlainEvent = Annotated[AttemptEvent | SkipEvent | ViewTheoryEvent, Field(discriminator="type")]
-ContextEvent = Annotated[
-    ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent, Field(discriminator="type")
-]
+ContextEvent = Annotated[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent, Field(discriminator="type")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +232,12 @@ class Interaction:
     @classmethod
     def from_event(
         cls,
-        event: AttemptEvent | SkipEvent | ViewTheoryEvent | ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent,
+        event: AttemptEvent
+        | SkipEvent
+        | ViewTheoryEvent
+        | ContextAttemptEvent
+        | ContextSkipEvent
+        | ContextViewTheoryEvent,
         *,
         user_id: str,
         catalog_id: str,

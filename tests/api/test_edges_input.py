@@ -233,7 +233,10 @@ def test_malformed_contexts_are_400_naming_the_field_and_nothing_is_stored(
         body: dict[str, Any] = {"session_context": token}
         prefix = "session_context: "
     else:
-        body = {"session_context": context, "events": [{"type": "skip", "timestamp": GOOD_TS, "recommendation_context": token}]}
+        body = {
+            "session_context": context,
+            "events": [{"type": "skip", "timestamp": GOOD_TS, "recommendation_context": token}],
+        }
         prefix = "events[0].recommendation_context: "
     r = v2.handle("POST", "/v2/adaptive-engine", body=body)
     message = v2_error(400, r.body)
@@ -248,7 +251,9 @@ def test_malformed_contexts_are_400_naming_the_field_and_nothing_is_stored(
 @given(
     token=st.text(max_size=200)
     | st.builds("{}.{}".format, st.text(max_size=60), st.text(max_size=40))
-    | st.builds("{}.{}".format, st.text(alphabet=_B64 + "=\u00e9", max_size=60), st.text(alphabet=_B64 + "\u00e9", max_size=40))
+    | st.builds(
+        "{}.{}".format, st.text(alphabet=_B64 + "=\u00e9", max_size=60), st.text(alphabet=_B64 + "\u00e9", max_size=40)
+    )
 )
 def test_context_verification_only_ever_raises_a_context_error(token: str) -> None:
     signer = ContextSigner(SECRET)
@@ -291,9 +296,7 @@ def test_engine_python_api_refuses_edge_timestamps(v2: V2Api, engine: Engine) ->
 
 
 @pytest.mark.parametrize("timestamp", BOUNDARY_TIMESTAMPS)
-def test_the_first_and_last_representable_instants_are_accepted_and_read_back(
-    v2: V2Api, timestamp: str
-) -> None:
+def test_the_first_and_last_representable_instants_are_accepted_and_read_back(v2: V2Api, timestamp: str) -> None:
     status_body = {"user_id": "u1", "catalog_id": "course", "filter_list": [{}]}
     # a first read caches the learner state, so the event is applied online afterwards
     assert v2.handle("POST", "/v2/user-status", body=status_body).status == 200
@@ -365,7 +368,13 @@ def test_non_finite_constraint_values_are_400_naming_the_field(v2: V2Api, engine
 
 def test_a_huge_finite_constraint_value_still_works(v2: V2Api) -> None:
     constraint = {"type": "max_recommendations", "value": 1e308, "filter": {}}
-    body = {"user_id": "u1", "catalog_id": "course", "mode": {"type": "learn"}, "filter": {}, "constraints": [constraint]}
+    body = {
+        "user_id": "u1",
+        "catalog_id": "course",
+        "mode": {"type": "learn"},
+        "filter": {},
+        "constraints": [constraint],
+    }
     r = v2.handle("POST", "/v2/create-adaptive-session", body=body)
     assert r.status == 200
     step = v2.handle("POST", "/v2/adaptive-engine", body={"session_context": r.body["data"]["session_context"]})
@@ -408,17 +417,31 @@ def test_huge_time_spent_is_a_400_and_never_breaks_the_status(v1: V1Api, v2: V2A
         f'"timestamp": "{GOOD_TS}", "score": 1, "time_spent_ms": {huge}}}]}}'
     )
     message = v2_error(400, v2.handle("POST", "/v2/upsert-events", body=raw).body)
-    assert message.startswith("invalid request: 'events[0].attempt.time_spent_ms': input should be less than or equal to 9007199254740991")
-    event = v1_event(GOOD_TS) | {"attributes": {"view_id": "view", "asset_id": "q1", "result": "correct", "time_spent_ms": 2**53}}
+    assert message.startswith(
+        "invalid request: 'events[0].attempt.time_spent_ms': input should be less than or equal to 9007199254740991"
+    )
+    event = v1_event(GOOD_TS) | {
+        "attributes": {"view_id": "view", "asset_id": "q1", "result": "correct", "time_spent_ms": 2**53}
+    }
     details = v1_errors(400, v1.handle("POST", "/v1/user-events", body={"user_events": [event]}).body)
-    assert details[0].startswith("'user_events[0].attributes.time_spent_ms': input should be less than or equal to 9007199254740991")
+    assert details[0].startswith(
+        "'user_events[0].attributes.time_spent_ms': input should be less than or equal to 9007199254740991"
+    )
     assert snapshot(engine) == before
-    largest = {"type": "attempt", "item_id": "a1", "catalog_id": "course", "timestamp": GOOD_TS, "score": 1,
-               "time_spent_ms": 2**53 - 1}
+    largest = {
+        "type": "attempt",
+        "item_id": "a1",
+        "catalog_id": "course",
+        "timestamp": GOOD_TS,
+        "score": 1,
+        "time_spent_ms": 2**53 - 1,
+    }
     assert v2.handle("POST", "/v2/upsert-events", body={"user_id": "u1", "events": [largest]}).status == 200
     status = v2.handle("POST", "/v2/user-status", body={"user_id": "u1", "catalog_id": "course", "filter_list": [{}]})
     assert status.status == 200 and status.body["data"]["user_status_list"][0]["time_spent_ms"] == 2**53 - 1
-    assert v1.handle("GET", "/v1/user-status", query={"user_id": "u1", "view_id": "view", "view_paths": "/"}).status == 200
+    assert (
+        v1.handle("GET", "/v1/user-status", query={"user_id": "u1", "view_id": "view", "view_paths": "/"}).status == 200
+    )
 
 
 # -- arguments outside the type hints -------------------------------------------------------------
@@ -428,7 +451,10 @@ def test_huge_time_spent_is_a_400_and_never_breaks_the_status(v1: V1Api, v2: V2A
     ("headers", "problem"),
     [
         ({"X-API-KEY": ["key-1"]}, "header 'X-API-KEY' must be a string, got list"),
-        ({"X-API-KEY": "key-1", "Content-Type": ["application/json"]}, "header 'Content-Type' must be a string, got list"),
+        (
+            {"X-API-KEY": "key-1", "Content-Type": ["application/json"]},
+            "header 'Content-Type' must be a string, got list",
+        ),
         ({"X-API-KEY": "key-1", "X-Trace": 7}, "header 'X-Trace' must be a string, got int"),
         ({"X-API-KEY": "key-1", 7: "x"}, "header names must be strings, got int"),
         ([("X-API-KEY", "key-1")], "headers must be a mapping of names to strings, got list"),

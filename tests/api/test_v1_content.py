@@ -19,9 +19,7 @@ LINK = "https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/{}"
 
 
 def errors(status: int, *details: str) -> dict[str, Any]:
-    return {
-        "errors": [{"status": status, "detail": d, "link": LINK.format(status)} for d in details]
-    }
+    return {"errors": [{"status": status, "detail": d, "link": LINK.format(status)} for d in details]}
 
 
 class Client:
@@ -200,9 +198,7 @@ def test_delete_one_asset(call: Client) -> None:
         ),
     ],
 )
-def test_an_invalid_asset_is_a_400_naming_every_problem(
-    call: Client, body: Any, details: list[str]
-) -> None:
+def test_an_invalid_asset_is_a_400_naming_every_problem(call: Client, body: Any, details: list[str]) -> None:
     r = call("PUT", "/v1/assets/q1", body)
     assert (r.status, r.body) == (400, errors(400, *details))
     assert call("GET", "/v1/assets/q1").status == 404
@@ -220,13 +216,9 @@ def test_variability_of_1000_and_a_10000_character_description_are_accepted(call
 def test_a_bulk_put_is_atomic(call: Client, engine: Engine) -> None:
     call("PUT", "/v1/assets/q1", {"type": "exercise"})
     before = snapshot(engine)
-    bad = {
-        "assets": [asset("q1", "theory"), asset("q9"), asset("q8", metadata={"variability": -1})]
-    }
+    bad = {"assets": [asset("q1", "theory"), asset("q9"), asset("q8", metadata={"variability": -1})]}
     r = call("PUT", "/v1/assets", bad)
-    assert r.body == errors(
-        400, "'assets[2].metadata.variability' must be an integer from 1 to 1000, got -1"
-    )
+    assert r.body == errors(400, "'assets[2].metadata.variability' must be an integer from 1 to 1000, got -1")
     dup = call("PUT", "/v1/assets", {"assets": [asset("q5"), asset("q5", "theory")]})
     assert dup.body == errors(400, "asset 'q5' appears 2 times in one request")
     assert snapshot(engine) == before
@@ -251,13 +243,9 @@ def test_a_failing_store_write_rolls_the_bulk_put_back(
     assert engine.item_database(app="app-1") == []
 
 
-def test_a_bulk_delete_is_atomic(
-    seeded: Client, engine: Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_bulk_delete_is_atomic(seeded: Client, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     before = snapshot(engine)
-    monkeypatch.setattr(
-        engine, "delete_items", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full"))
-    )
+    monkeypatch.setattr(engine, "delete_items", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError):
         seeded("DELETE", "/v1/assets", query={"asset_ids": "q1,q2"})
     assert snapshot(engine) == before
@@ -281,9 +269,7 @@ def test_bulk_limits(engine: Engine) -> None:
     assert call("PUT", "/v1/views/big", view).status == 200
     call("PUT", "/v1/assets/a1000", {"type": "exercise"})
     view["assets"].append({"asset_id": "a1000", "path": "/"})
-    assert call("PUT", "/v1/views/big", view).body == errors(
-        400, "'assets' holds 1001 assets; at most 1000 per view"
-    )
+    assert call("PUT", "/v1/views/big", view).body == errors(400, "'assets' holds 1001 assets; at most 1000 per view")
 
 
 def test_a_request_over_16_kb_is_a_400(call: Client) -> None:
@@ -291,9 +277,7 @@ def test_a_request_over_16_kb_is_a_400(call: Client) -> None:
     raw = json.dumps(big).encode()
     assert len(raw) > 16384
     r = call("PUT", "/v1/assets", raw)
-    assert r.body == errors(
-        400, f"the request body is {len(raw)} bytes; the limit is 16384 bytes (16 KB)"
-    )
+    assert r.body == errors(400, f"the request body is {len(raw)} bytes; the limit is 16384 bytes (16 KB)")
     compact = len(json.dumps(big, separators=(",", ":")).encode())
     assert call("PUT", "/v1/assets", big).body == errors(
         400, f"the request body is {compact} bytes; the limit is 16384 bytes (16 KB)"
@@ -359,9 +343,7 @@ def test_a_view_is_a_catalog_whose_topics_are_its_paths(seeded: Client, engine: 
     assert catalog.topics[2].item_refs[1].difficulty == 0.25
 
 
-def test_an_ordered_view_keeps_its_asset_order_when_it_revisits_a_path(
-    call: Client, engine: Engine
-) -> None:
+def test_an_ordered_view_keeps_its_asset_order_when_it_revisits_a_path(call: Client, engine: Engine) -> None:
     call("PUT", "/v1/assets", {"assets": ASSETS})
     order = [("q1", "/a/x"), ("q2", "/b"), ("t1", "/a/x"), ("math/q 3", "/a")]
     body = {"name": "V", "ordered": True, "assets": [{"asset_id": a, "path": p} for a, p in order]}
@@ -413,9 +395,7 @@ def test_view_rules_are_checked_together(seeded: Client, engine: Engine) -> None
     assert seeded("PUT", "/v1/views/v2", {"name": "V", "assets": []}).body == errors(
         400, "'assets' is empty; a view holds at least one asset"
     )
-    assert seeded("PUT", "/v1/views/v2", {"assets": []}).body == errors(
-        400, "invalid request: 'name' is required"
-    )
+    assert seeded("PUT", "/v1/views/v2", {"assets": []}).body == errors(400, "invalid request: 'name' is required")
     assert snapshot(engine) == before
 
 
@@ -472,16 +452,10 @@ def test_views_are_listed_from_least_to_most_recently_updated_with_paging(seeded
         "ordered": True,
     }
     assert seeded("GET", "/v1/views").body == {"views": [entry("b"), entry("c"), entry("d"), arith]}
-    assert seeded("GET", "/v1/views", query={"limit": "2"}).body == {
-        "views": [entry("b"), entry("c")]
-    }
-    assert seeded("GET", "/v1/views", query={"last_view_id": "c", "limit": "1"}).body == {
-        "views": [entry("d")]
-    }
+    assert seeded("GET", "/v1/views", query={"limit": "2"}).body == {"views": [entry("b"), entry("c")]}
+    assert seeded("GET", "/v1/views", query={"last_view_id": "c", "limit": "1"}).body == {"views": [entry("d")]}
     assert seeded("GET", "/v1/views", query={"last_view_id": "arith"}).body == {"views": []}
-    assert seeded("GET", "/v1/views", query={"last_view_id": "zz"}).body == errors(
-        404, "view 'zz' not found"
-    )
+    assert seeded("GET", "/v1/views", query={"last_view_id": "zz"}).body == errors(404, "view 'zz' not found")
     for bad in ["0", "1001", "x", "1.5", "-1"]:
         assert seeded("GET", "/v1/views", query={"limit": bad}).body == errors(
             400, f"query parameter 'limit' must be an integer from 1 to 1000, got {bad!r}"
@@ -497,15 +471,11 @@ def test_authentication_and_expiry(engine: Engine) -> None:
     clock: Callable[[], datetime] = lambda: now
     api = V1Api(engine, api_keys=KEYS, key_expiry={"key-2": now + timedelta(days=1)}, clock=clock)
     call = Client(api)
-    assert call("GET", "/v1/views", key=None).body == errors(
-        401, "missing or wrong X-API-KEY header"
-    )
+    assert call("GET", "/v1/views", key=None).body == errors(401, "missing or wrong X-API-KEY header")
     assert call("GET", "/v1/views", key="wrong").status == 401
     assert call("GET", "/v1/views", key="key-2").status == 200
     now += timedelta(days=1)
-    assert call("GET", "/v1/views", key="key-2").body == errors(
-        402, "the API key expired at 2024-05-02T00:00:00+00:00"
-    )
+    assert call("GET", "/v1/views", key="key-2").body == errors(402, "the API key expired at 2024-05-02T00:00:00+00:00")
     assert call("GET", "/v1/views", key="key-1").status == 200
 
 
@@ -524,9 +494,7 @@ def test_request_format_errors(call: Client) -> None:
     assert call("PUT", "/v1/assets/q1", b"{bad").body == errors(
         400, "malformed JSON: Expecting property name enclosed in double quotes at line 1 column 2"
     )
-    assert call("PUT", "/v1/assets/q1", b"[]").body == errors(
-        400, "body must be a JSON object, not list"
-    )
+    assert call("PUT", "/v1/assets/q1", b"[]").body == errors(400, "body must be a JSON object, not list")
     r = call("PUT", "/v1/assets/q1", {"type": "exercise"}, **{"Content-Type": "text/plain"})
     assert r.body == errors(400, "Content-Type must be application/json, got 'text/plain'")
     ok = call(
@@ -536,9 +504,7 @@ def test_request_format_errors(call: Client) -> None:
         **{"content-type": "application/json; charset=utf-8"},
     )
     assert ok.status == 200
-    assert call(
-        "PUT", "/v1/assets/q1", b'{"type": "exercise", "description": "\\ud800"}'
-    ).body == errors(
+    assert call("PUT", "/v1/assets/q1", b'{"type": "exercise", "description": "\\ud800"}').body == errors(
         400, "the body holds a lone surrogate escape (e.g. \\ud800), which is not Unicode text"
     )
     assert call("GET", "/v1/assets", query={"asset_ids": "q1", "x": "1"}).body == errors(

@@ -28,11 +28,7 @@ UNITS = {
 
 
 def v1_course(api: V1Api) -> None:
-    assets = [
-        {"id": a, "type": "theory" if a.startswith("t") else "exercise"}
-        for u in UNITS.values()
-        for a, _ in u
-    ]
+    assets = [{"id": a, "type": "theory" if a.startswith("t") else "exercise"} for u in UNITS.values() for a, _ in u]
     assert api.handle("PUT", "/v1/assets", body={"assets": assets}, headers=H).status == 200
     view_items = [
         {
@@ -59,9 +55,7 @@ def v2_course(api: V2Api) -> None:
         for a, _ in u
     ]
     assert api.handle("POST", "/v2/upsert-items", body={"items": items}, headers=H).status == 200
-    refs = lambda unit: [
-        {"item_id": a, **({"difficulty": d} if d is not None else {})} for a, d in UNITS[unit]
-    ]
+    refs = lambda unit: [{"item_id": a, **({"difficulty": d} if d is not None else {})} for a, d in UNITS[unit]]
     catalog = {
         "catalog_id": "algebra",
         "display_name": "Algebra",
@@ -127,9 +121,7 @@ def test_the_same_learner_through_v1_and_v2_gets_the_same_recommendations_and_st
             for e in pending
         ]
         if v2_events:
-            assert v2.handle(
-                "POST", "/v2/upsert-events", body={"user_id": "ada", "events": v2_events}, headers=H
-            ).ok
+            assert v2.handle("POST", "/v2/upsert-events", body={"user_id": "ada", "events": v2_events}, headers=H).ok
         expected = two.next_items("ada", "algebra", mode=mode, limit=3, app="school")
         got = [a["asset_id"] for a in r.body["data"]]
         assert got == [s.item_id for s in expected], f"step {step}"
@@ -183,9 +175,7 @@ def test_the_same_learner_through_v1_and_v2_gets_the_same_recommendations_and_st
                 ],
             },
         )
-        for a, b in zip(
-            status_v1.body["data"], status_v2.body["data"]["user_status_list"], strict=True
-        ):
+        for a, b in zip(status_v1.body["data"], status_v2.body["data"]["user_status_list"], strict=True):
             assert a["progress"] == b["progress"]
             assert a["skill_level"] == b["proficiency"]
     assert len(set(seen)) >= 2  # the learner moved on from its first asset
@@ -203,16 +193,10 @@ def test_one_engine_written_through_v1_is_read_through_v2() -> None:
             "timestamp": f"2024-05-01T10:0{i}:00Z",
             "attributes": {"view_id": "algebra", "asset_id": a, "result": r, "time_spent_ms": 1000},
         }
-        for i, (a, r) in enumerate(
-            [("q1", "correct"), ("q2", "incorrect"), ("q4", "partially_correct")]
-        )
+        for i, (a, r) in enumerate([("q1", "correct"), ("q2", "incorrect"), ("q4", "partially_correct")])
     ]
-    assert (
-        v1.handle("POST", "/v1/user-events", body={"user_events": events}, headers=H).status == 200
-    )
-    catalog = v2.handle(
-        "POST", "/v2/query-catalog", body={"catalog_id": "algebra"}, headers=H
-    ).body["data"]
+    assert v1.handle("POST", "/v1/user-events", body={"user_events": events}, headers=H).status == 200
+    catalog = v2.handle("POST", "/v2/query-catalog", body={"catalog_id": "algebra"}, headers=H).body["data"]
     assert [t["topic_id"] for t in catalog["topics"]] == [
         "t:",
         "t:algebra",
@@ -239,10 +223,7 @@ def test_one_engine_written_through_v1_is_read_through_v2() -> None:
     (v1_status,) = r.body["data"]
     assert v1_status["status"]["progress"] == v2_status["progress"] == 0.5
     assert v1_status["status"]["skill_level"] == v2_status["proficiency"]
-    assert (
-        v2_status["time_spent_ms"] == 2000
-        and v2_status["last_interaction_timestamp"] == "2024-05-01T10:01:00.000Z"
-    )
+    assert v2_status["time_spent_ms"] == 2000 and v2_status["last_interaction_timestamp"] == "2024-05-01T10:01:00.000Z"
     # a v2 session over the view's catalog serves the same learner
     session = v2.handle(
         "POST",

@@ -71,16 +71,12 @@ VALID: dict[tuple[str, str], Any] = {
         "tags": [{"name": "a", "value": "b"}],
         "metadata": {"k": 1},
     },
-    ("PUT", "/v1/assets"): {
-        "assets": [{"id": "q8", "type": "theory", "description": "d"}, ASSETS[0]]
-    },
+    ("PUT", "/v1/assets"): {"assets": [{"id": "q8", "type": "theory", "description": "d"}, ASSETS[0]]},
     ("PUT", "/v1/views/v"): {
         **VIEW,
         "assets": [*VIEW["assets"], {"asset_id": "t1", "path": "/m/c"}][:3],
     },
-    ("POST", "/v1/user-events"): {
-        "user_events": [response("q1", 30), response("t1", 31, is_offline_event=True)]
-    },
+    ("POST", "/v1/user-events"): {"user_events": [response("q1", 30), response("t1", 31, is_offline_event=True)]},
     ("POST", "/v1/next-assets"): {
         "user": {"id": "u1", "type": "learner"},
         "view_id": "v",
@@ -103,9 +99,7 @@ def seeded(make_engine: Any) -> tuple[Engine, V1Api]:
     api = V1Api(engine, api_keys=KEYS)
     for key in KEYS:
         headers = {"X-API-KEY": key}
-        assert (
-            api.handle("PUT", "/v1/assets", body={"assets": ASSETS}, headers=headers).status == 200
-        )
+        assert api.handle("PUT", "/v1/assets", body={"assets": ASSETS}, headers=headers).status == 200
         assert api.handle("PUT", "/v1/views/v", body=VIEW, headers=headers).status == 200
         body = {"user_events": [response("q1", 1), response("q 2", 2)]}
         assert api.handle("POST", "/v1/user-events", body=body, headers=headers).status == 200
@@ -113,11 +107,7 @@ def seeded(make_engine: Any) -> tuple[Engine, V1Api]:
 
 
 def snapshot(engine: Engine) -> dict[tuple[str, str], list[Any]]:
-    return {
-        (table, app): list(engine.store.scan(table, app))
-        for table in TABLES
-        for app in KEYS.values()
-    }
+    return {(table, app): list(engine.store.scan(table, app)) for table in TABLES for app in KEYS.values()}
 
 
 def check_envelope(status: int, body: Any) -> None:
@@ -135,9 +125,7 @@ def check_envelope(status: int, body: Any) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=12,
 )
 FIELD_NAMES = [
@@ -209,9 +197,7 @@ ALLOWED = {
 def targets(draw: st.DrawFn) -> tuple[str, str]:
     path = draw(st.sampled_from(PATHS))
     allowed = ALLOWED.get(path.partition("?")[0], ["GET", "PUT", "DELETE"])
-    method = draw(
-        st.sampled_from(allowed) | st.sampled_from(["GET", "PUT", "POST", "DELETE", "PATCH"])
-    )
+    method = draw(st.sampled_from(allowed) | st.sampled_from(["GET", "PUT", "POST", "DELETE", "PATCH"]))
     return method, path
 
 
@@ -228,9 +214,7 @@ def test_a_random_request_never_fails_with_5xx_and_a_rejected_one_changes_nothin
     engine, api = seeded
     method, path = target
     before = snapshot(engine)
-    r = api.handle(
-        method, path, query=query, body=body, headers={} if key is None else {"X-API-KEY": key}
-    )
+    r = api.handle(method, path, query=query, body=body, headers={} if key is None else {"X-API-KEY": key})
     check_envelope(r.status, r.body)
     event(f"status {r.status}")
     if r.status != 200:
@@ -304,9 +288,7 @@ def mutated(draw: st.DrawFn) -> tuple[str, str, Any]:
         if kind == "drop":
             del holder[draw(st.sampled_from(sorted(holder)))]
         else:
-            holder[draw(st.sampled_from(["zz", "id", "score", "path"]))] = draw(
-                st.sampled_from(BAD_VALUES)
-            )
+            holder[draw(st.sampled_from(["zz", "id", "score", "path"]))] = draw(st.sampled_from(BAD_VALUES))
     return method, path, body
 
 

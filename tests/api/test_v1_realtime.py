@@ -19,9 +19,7 @@ LEARNER = {"id": "u1", "type": "learner"}
 
 
 def errors(status: int, *details: str) -> dict[str, Any]:
-    return {
-        "errors": [{"status": status, "detail": d, "link": LINK.format(status)} for d in details]
-    }
+    return {"errors": [{"status": status, "detail": d, "link": LINK.format(status)} for d in details]}
 
 
 @pytest.fixture
@@ -32,9 +30,7 @@ def engine(make_engine: Any) -> Engine:
 @pytest.fixture
 def api(engine: Engine) -> V1Api:
     api = V1Api(engine)
-    assets = [{"id": f"q{i}", "type": "exercise"} for i in range(1, 7)] + [
-        {"id": "t1", "type": "theory"}
-    ]
+    assets = [{"id": f"q{i}", "type": "exercise"} for i in range(1, 7)] + [{"id": "t1", "type": "theory"}]
     assert api.handle("PUT", "/v1/assets", body={"assets": assets}).status == 200
     view = {
         "name": "Course",
@@ -56,9 +52,7 @@ def post(api: V1Api, path: str, body: Any) -> ApiResponse:
     return api.handle("POST", path, body=body)
 
 
-def answer(
-    asset_id: str, result: str, minute: int, *, user: dict[str, str] = LEARNER, **extra: Any
-) -> dict[str, Any]:
+def answer(asset_id: str, result: str, minute: int, *, user: dict[str, str] = LEARNER, **extra: Any) -> dict[str, Any]:
     attributes = {
         "view_id": "course",
         "asset_id": asset_id,
@@ -243,8 +237,7 @@ def test_an_event_batch_is_atomic_when_the_store_fails(
 def test_events_per_call_limit(engine: Engine, api: V1Api) -> None:
     big = V1Api(engine, limits=V1Limits(request_bytes=1 << 22))
     events = [
-        answer("q1", "correct", 0)
-        | {"timestamp": f"2024-05-01T10:00:{i // 100:02d}.{i % 100:03d}Z"}
+        answer("q1", "correct", 0) | {"timestamp": f"2024-05-01T10:00:{i // 100:02d}.{i % 100:03d}Z"}
         for i in range(1001)
     ]
     assert post(big, "/v1/user-events", {"user_events": events}).body == errors(
@@ -273,9 +266,7 @@ def test_next_assets_is_the_core_sequence_in_v1_terms(api: V1Api, engine: Engine
     assert r.status == 200 and r.body["duplicate_events"] == [] and r.body["warnings"] == []
     expected = engine.next_items("u1", "course", mode="learn", limit=5)
     kinds = {"t1": "theory"}
-    assert r.body["data"] == [
-        {"asset_id": s.item_id, "asset_type": kinds.get(s.item_id, "exercise")} for s in expected
-    ]
+    assert r.body["data"] == [{"asset_id": s.item_id, "asset_type": kinds.get(s.item_id, "exercise")} for s in expected]
     # no repeats while content remains: 5 distinct assets, then it starts over
     ids = [a["asset_id"] for a in post(api, "/v1/next-assets", next_body(limit=7)).body["data"]]
     assert len(set(ids[:5])) == 5 and set(ids) == {"t1", "q1", "q2", "q3", "q4"}
@@ -295,8 +286,7 @@ def test_the_filter_selects_by_type_path_and_tag(api: V1Api) -> None:
         body={"type": "exercise", "tags": [{"name": "level", "value": "hard"}]},
     )
     pick = lambda flt: sorted(
-        a["asset_id"]
-        for a in post(api, "/v1/next-assets", next_body(filter=flt, limit=5)).body["data"]
+        a["asset_id"] for a in post(api, "/v1/next-assets", next_body(filter=flt, limit=5)).body["data"]
     )
     assert pick({"asset_types": ["theory"], "paths": ["/"]}) == ["t1"] * 5
     assert pick({"asset_types": ["exercise"], "paths": ["/c/u2/"]}) == [
@@ -322,9 +312,7 @@ def test_the_filter_selects_by_type_path_and_tag(api: V1Api) -> None:
 def test_embedded_events_are_ingested_first(api: V1Api, engine: Engine) -> None:
     events = [answer("q1", "correct", 1), answer("q9", "correct", 2, is_offline_event=True)]
     r = post(api, "/v1/next-assets", next_body(user_events=events, limit=1))
-    assert r.body["warnings"] == [
-        "'user_events[1].attributes.asset_id': asset 'q9' is not in view 'course'"
-    ]
+    assert r.body["warnings"] == ["'user_events[1].attributes.asset_id': asset 'q9' is not in view 'course'"]
     assert [k[2] for k, _ in stored_events(engine)] == ["q1"]
     assert r.body["data"] == [
         {"asset_id": s.item_id, "asset_type": "exercise"}
@@ -340,33 +328,25 @@ def test_embedded_events_are_ingested_first(api: V1Api, engine: Engine) -> None:
 
 def test_next_assets_errors(api: V1Api, engine: Engine) -> None:
     before = snapshot(engine)
-    assert post(api, "/v1/next-assets", next_body(view_id="nope")).body == errors(
-        404, "view 'nope' not found"
-    )
-    assert post(api, "/v1/next-assets", next_body(limit=0)).body == errors(
-        400, "'limit' must be from 1 to 1000, got 0"
-    )
+    assert post(api, "/v1/next-assets", next_body(view_id="nope")).body == errors(404, "view 'nope' not found")
+    assert post(api, "/v1/next-assets", next_body(limit=0)).body == errors(400, "'limit' must be from 1 to 1000, got 0")
     assert post(api, "/v1/next-assets", next_body(limit=1001)).status == 400
     assert post(api, "/v1/next-assets", next_body(mode={"type": "assess"})).body == errors(
         400, "invalid request: 'mode.type': input should be 'learn' or 'review', got 'assess'"
     )
-    assert post(
-        api, "/v1/next-assets", next_body(filter={"asset_types": [], "paths": ["/c"]})
-    ).body == errors(
+    assert post(api, "/v1/next-assets", next_body(filter={"asset_types": [], "paths": ["/c"]})).body == errors(
         400,
         "invalid request: 'filter.asset_types': tuple should have at least 1 item after validation, not 0, got list",
     )
-    assert post(
-        api, "/v1/next-assets", next_body(filter={"asset_types": ["exercise"]})
-    ).body == errors(400, "invalid request: 'filter.paths' is required")
+    assert post(api, "/v1/next-assets", next_body(filter={"asset_types": ["exercise"]})).body == errors(
+        400, "invalid request: 'filter.paths' is required"
+    )
     bad_event = post(
         api,
         "/v1/next-assets",
         next_body(user_events=[answer("q1", "correct", 1), answer("q9", "correct", 2)]),
     )
-    assert bad_event.body == errors(
-        400, "'user_events[1].attributes.asset_id': asset 'q9' is not in view 'course'"
-    )
+    assert bad_event.body == errors(400, "'user_events[1].attributes.asset_id': asset 'q9' is not in view 'course'")
     # nothing was consumed, not even the valid event nor the user
     assert snapshot(engine) == before
 
@@ -395,9 +375,7 @@ def test_user_filter_status_is_the_core_status_over_the_filter(api: V1Api, engin
         {"user_events": [answer("q1", "correct", 1), answer("q3", "incorrect", 2)]},
     )
     filters = [{"paths": ["/c/u1"]}, {"asset_types": ["exercise"]}, {}, {"paths": ["/elsewhere"]}]
-    r = post(
-        api, "/v1/user-filter-status", {"user_id": "u1", "view_id": "course", "filters": filters}
-    )
+    r = post(api, "/v1/user-filter-status", {"user_id": "u1", "view_id": "course", "filters": filters})
     assert r.status == 200
     index = engine.catalog_index("course")
     masks = [
@@ -410,20 +388,15 @@ def test_user_filter_status_is_the_core_status_over_the_filter(api: V1Api, engin
 
     core = engine.status_v1("u1", "course", [np.array(m) for m in masks])
     assert r.body == {
-        "data": [
-            {"skill_level": s.skill_level, "display_skill": s.display_skill, "progress": s.progress}
-            for s in core
-        ]
+        "data": [{"skill_level": s.skill_level, "display_skill": s.display_skill, "progress": s.progress} for s in core]
     }
     u1, exercises, everything, nothing = r.body["data"]
     assert u1["progress"] == pytest.approx(1 / 3) and exercises["progress"] == pytest.approx(2 / 4)
-    assert everything["display_skill"] == pytest.approx(
-        everything["skill_level"] * math.sqrt(everything["progress"])
-    )
+    assert everything["display_skill"] == pytest.approx(everything["skill_level"] * math.sqrt(everything["progress"]))
     assert nothing == {"skill_level": 0.0, "display_skill": 0.0, "progress": 0.0}
-    assert post(
-        api, "/v1/user-filter-status", {"user_id": "u1", "view_id": "course", "filters": []}
-    ).body == {"data": []}
+    assert post(api, "/v1/user-filter-status", {"user_id": "u1", "view_id": "course", "filters": []}).body == {
+        "data": []
+    }
 
 
 def test_user_status_by_view_paths(api: V1Api) -> None:
@@ -452,13 +425,9 @@ def test_user_status_by_view_paths(api: V1Api) -> None:
 
 def test_status_errors(api: V1Api) -> None:
     get = lambda **q: api.handle("GET", "/v1/user-status", query=q).body
-    assert get(user_id="u1", view_id="course") == errors(
-        400, "query parameter 'view_paths' is required"
-    )
+    assert get(user_id="u1", view_id="course") == errors(400, "query parameter 'view_paths' is required")
     assert get(user_id="u1", view_id="nope", view_paths="/") == errors(404, "view 'nope' not found")
-    assert get(user_id="u1", view_id="course", view_paths="c") == errors(
-        400, "'view_paths': 'c' must start with '/'"
-    )
+    assert get(user_id="u1", view_id="course", view_paths="c") == errors(400, "'view_paths': 'c' must start with '/'")
     assert get(user_id=["u1", "u2"], view_id="course", view_paths="/") == errors(
         400, "query parameter 'user_id' must be given once, got 2 values"
     )
@@ -476,9 +445,7 @@ def test_status_errors(api: V1Api) -> None:
 def test_testers_are_served_but_kept_out_of_calibration(api: V1Api, engine: Engine) -> None:
     tester = {"id": "qa", "type": "tester", "test_cell": "B"}
     events = [answer("q1", "incorrect", m, user=tester) for m in range(1, 2)]
-    events += [
-        answer(q, "incorrect", 10 + i, user=tester) for i, q in enumerate(["q2", "q3", "q4"])
-    ]
+    events += [answer(q, "incorrect", 10 + i, user=tester) for i, q in enumerate(["q2", "q3", "q4"])]
     events += [answer(q, "correct", 20 + i) for i, q in enumerate(["q1", "q2"])]
     assert post(api, "/v1/user-events", {"user_events": events}).body == OK_EVENTS
     assert engine.store.get("users", "default", ("qa",)) == tester

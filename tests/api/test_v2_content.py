@@ -240,7 +240,11 @@ def test_upsert_catalog_then_query_it(loaded: Client) -> None:
             "catalog_id": "book",
             "display_name": "Book",
             "topics": [
-                {"topic_id": "ch1", "display_name": "CH1", "child_topic_refs": [{"topic_id": "s1"}, {"topic_id": "s2"}]},
+                {
+                    "topic_id": "ch1",
+                    "display_name": "CH1",
+                    "child_topic_refs": [{"topic_id": "s1"}, {"topic_id": "s2"}],
+                },
                 {
                     "topic_id": "s1",
                     "display_name": "S1",
@@ -311,8 +315,11 @@ def test_catalog_with_unknown_items_is_rejected_with_every_problem(loaded: Clien
         "catalog_id": "bad",
         "display_name": "Bad",
         "topics": [
-            topic("a", item_refs=[{"item_id": "q1", "difficulty": 1.5}, {"item_id": "ghost"}],
-                  child_topic_refs=[{"topic_id": "b"}]),
+            topic(
+                "a",
+                item_refs=[{"item_id": "q1", "difficulty": 1.5}, {"item_id": "ghost"}],
+                child_topic_refs=[{"topic_id": "b"}],
+            ),
             topic("b", item_refs=refs("q2"), prerequisite_topic_refs=[{"topic_id": "b"}]),
             topic("b", item_refs=refs("q2")),
         ],
@@ -332,15 +339,32 @@ def test_catalog_with_unknown_items_is_rejected_with_every_problem(loaded: Clien
 @pytest.mark.parametrize(
     ("topics", "message"),
     [
-        ([], "2 problems: catalog 'c': catalog has no topic; "
-             "catalog 'c': catalog has no item: at least one topic needs item_refs"),
+        (
+            [],
+            "2 problems: catalog 'c': catalog has no topic; "
+            "catalog 'c': catalog has no item: at least one topic needs item_refs",
+        ),
         ([topic("a")], "catalog 'c': catalog has no item: at least one topic needs item_refs"),
-        ([topic("a", child_topic_refs=[{"topic_id": "x"}]), topic("b", child_topic_refs=[{"topic_id": "x"}]),
-          topic("x", item_refs=refs("q1"))], "catalog 'c': topic 'x' has 2 parents: 'a', 'b'"),
-        ([topic("a", child_topic_refs=[{"topic_id": "b"}]), topic("b", child_topic_refs=[{"topic_id": "a"}]),
-          topic("x", item_refs=refs("q1"))], "catalog 'c': hierarchy cycle through topics 'a', 'b'"),
-        ([topic("a", item_refs=refs("q1"), prerequisite_topic_refs=[{"topic_id": "gone"}])],
-         "catalog 'c': topic 'a': unknown prerequisite topic 'gone'"),
+        (
+            [
+                topic("a", child_topic_refs=[{"topic_id": "x"}]),
+                topic("b", child_topic_refs=[{"topic_id": "x"}]),
+                topic("x", item_refs=refs("q1")),
+            ],
+            "catalog 'c': topic 'x' has 2 parents: 'a', 'b'",
+        ),
+        (
+            [
+                topic("a", child_topic_refs=[{"topic_id": "b"}]),
+                topic("b", child_topic_refs=[{"topic_id": "a"}]),
+                topic("x", item_refs=refs("q1")),
+            ],
+            "catalog 'c': hierarchy cycle through topics 'a', 'b'",
+        ),
+        (
+            [topic("a", item_refs=refs("q1"), prerequisite_topic_refs=[{"topic_id": "gone"}])],
+            "catalog 'c': topic 'a': unknown prerequisite topic 'gone'",
+        ),
     ],
 )
 def test_catalog_rules_through_the_api(loaded: Client, topics: list[dict[str, Any]], message: str) -> None:
@@ -349,7 +373,11 @@ def test_catalog_rules_through_the_api(loaded: Client, topics: list[dict[str, An
 
 
 def test_difficulty_override_of_a_ref_is_checked_in_0_1(loaded: Client) -> None:
-    cat = {"catalog_id": "c", "display_name": "C", "topics": [topic("a", item_refs=[{"item_id": "q1", "difficulty": -1}])]}
+    cat = {
+        "catalog_id": "c",
+        "display_name": "C",
+        "topics": [topic("a", item_refs=[{"item_id": "q1", "difficulty": -1}])],
+    }
     r = loaded("/v2/upsert-catalog", cat)
     assert r.status == 400 and r.body == err(
         400, "catalog 'c': topic 'a': difficulty of item 'q1' must be within 0..1, got -1.0"
@@ -459,12 +487,16 @@ DEEP = _deep(100_000)
         (b"null", "body must be a JSON object, not NoneType"),
         ({"items": {1, 2}}, "body is not JSON-serialisable: Object of type set is not JSON serializable"),
         (42, "body must be JSON bytes, str or a dict, not int"),
-        (b'{"items": [{"difficulty": ' + b"1" * 5000 + b"}]}",
-         "malformed JSON: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; "
-         "use sys.set_int_max_str_digits() to increase the limit"),
-        ({"items": [{"difficulty": 10**5000}]},
-         "body is not JSON-serialisable: Exceeds the limit (4300 digits) for integer string conversion; "
-         "use sys.set_int_max_str_digits() to increase the limit"),
+        (
+            b'{"items": [{"difficulty": ' + b"1" * 5000 + b"}]}",
+            "malformed JSON: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; "
+            "use sys.set_int_max_str_digits() to increase the limit",
+        ),
+        (
+            {"items": [{"difficulty": 10**5000}]},
+            "body is not JSON-serialisable: Exceeds the limit (4300 digits) for integer string conversion; "
+            "use sys.set_int_max_str_digits() to increase the limit",
+        ),
         (b'{"items": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "malformed JSON: nested too deeply"),
         ({"items": DEEP}, "body is not JSON-serialisable: nested too deeply"),
     ],
@@ -481,25 +513,49 @@ def test_malformed_bodies_are_400(post: Client, body: Any, message: str) -> None
         ("/v2/upsert-items", {"items": [item("q1", colour="red")]}, "'items[0].colour' is not a known field"),
         ("/v2/upsert-items", {"items": [item("q1")], "extra": 1}, "'extra' is not a known field"),
         ("/v2/upsert-items", {"items": {"q1": 1}}, "'items': input should be a valid array, got dict"),
-        ("/v2/upsert-items", {"items": [item("q1", scorable="yes")]},
-         "'items[0].scorable': input should be a valid boolean, got 'yes'"),
-        ("/v2/upsert-items", {"items": [item("q1", scorable=1)]},
-         "'items[0].scorable': input should be a valid boolean, got 1"),
-        ("/v2/upsert-items", {"items": [item("q1", difficulty="0.5")]},
-         "'items[0].difficulty': input should be a valid number, got '0.5'"),
-        ("/v2/upsert-items", {"items": [item("q1", difficulty=1.2)]},
-         "'items[0].difficulty': input should be less than or equal to 1, got 1.2"),
-        ("/v2/upsert-items", {"items": [item("q1", display_name=7)]},
-         "'items[0].display_name': input should be a valid string, got 7"),
-        ("/v2/upsert-items", {"items": [item("q1", tags="easy")]},
-         "'items[0].tags': input should be a valid array, got 'easy'"),
+        (
+            "/v2/upsert-items",
+            {"items": [item("q1", scorable="yes")]},
+            "'items[0].scorable': input should be a valid boolean, got 'yes'",
+        ),
+        (
+            "/v2/upsert-items",
+            {"items": [item("q1", scorable=1)]},
+            "'items[0].scorable': input should be a valid boolean, got 1",
+        ),
+        (
+            "/v2/upsert-items",
+            {"items": [item("q1", difficulty="0.5")]},
+            "'items[0].difficulty': input should be a valid number, got '0.5'",
+        ),
+        (
+            "/v2/upsert-items",
+            {"items": [item("q1", difficulty=1.2)]},
+            "'items[0].difficulty': input should be less than or equal to 1, got 1.2",
+        ),
+        (
+            "/v2/upsert-items",
+            {"items": [item("q1", display_name=7)]},
+            "'items[0].display_name': input should be a valid string, got 7",
+        ),
+        (
+            "/v2/upsert-items",
+            {"items": [item("q1", tags="easy")]},
+            "'items[0].tags': input should be a valid array, got 'easy'",
+        ),
         ("/v2/upsert-items", {"items": [{"item_id": "q1", "scorable": True}]}, "'items[0].display_name' is required"),
         ("/v2/delete-items", {"item_ids": "q1"}, "'item_ids': input should be a valid array, got 'q1'"),
         ("/v2/query-catalog", {"catalog_id": 5}, "'catalog_id': input should be a valid string, got 5"),
-        ("/v2/upsert-catalog", {**book(), "topics": [topic("a", item_refs=[{"id": "q1"}])]},
-         "'topics[0].item_refs[0].item_id' is required; 'topics[0].item_refs[0].id' is not a known field"),
-        ("/v2/upsert-catalog", {**book(), "topics": [topic("a", item_refs=[{"item_id": "q1", "difficulty": "hard"}])]},
-         "'topics[0].item_refs[0].difficulty': input should be a valid number, got 'hard'"),
+        (
+            "/v2/upsert-catalog",
+            {**book(), "topics": [topic("a", item_refs=[{"id": "q1"}])]},
+            "'topics[0].item_refs[0].item_id' is required; 'topics[0].item_refs[0].id' is not a known field",
+        ),
+        (
+            "/v2/upsert-catalog",
+            {**book(), "topics": [topic("a", item_refs=[{"item_id": "q1", "difficulty": "hard"}])]},
+            "'topics[0].item_refs[0].difficulty': input should be a valid number, got 'hard'",
+        ),
     ],
 )
 def test_wrong_fields_and_types_are_400_naming_the_field(post: Client, path: str, body: Any, message: str) -> None:
@@ -521,12 +577,20 @@ PATTERN = "^[a-zA-Z0-9_\\-:]{1,128}$"
         ("/v2/upsert-items", {"items": [item("q1"), item("x" * 129)]}, "items[1].item_id", "x" * 129),
         ("/v2/upsert-items", {"items": [item("")]}, "items[0].item_id", ""),
         ("/v2/upsert-items", {"items": [item("q1", tags=["ok", "not/ok"])]}, "items[0].tags[1]", "not/ok"),
-        ("/v2/upsert-items", {"items": [item("q1", theory_item_refs=[{"item_id": "t.1"}])]},
-         "items[0].theory_item_refs[0].item_id", "t.1"),
+        (
+            "/v2/upsert-items",
+            {"items": [item("q1", theory_item_refs=[{"item_id": "t.1"}])]},
+            "items[0].theory_item_refs[0].item_id",
+            "t.1",
+        ),
         ("/v2/upsert-item-database", {"items": [item("ü")]}, "items[0].item_id", "ü"),
         ("/v2/delete-items", {"item_ids": ["q1", "q 2"]}, "item_ids[1]", "q 2"),
-        ("/v2/upsert-item-database-annotation", {"item_annotations": [{"item_id": "#"}]},
-         "item_annotations[0].item_id", "#"),
+        (
+            "/v2/upsert-item-database-annotation",
+            {"item_annotations": [{"item_id": "#"}]},
+            "item_annotations[0].item_id",
+            "#",
+        ),
         ("/v2/upsert-item-database-annotation", {"catalog_id": "a\n", "item_annotations": []}, "catalog_id", "a\n"),
         ("/v2/upsert-catalog", {**book(), "catalog_id": "c!"}, "catalog_id", "c!"),
         ("/v2/upsert-catalog", {**book(), "topics": [topic("t t", item_refs=refs("q1"))]}, "topics[0].topic_id", "t t"),
@@ -542,7 +606,9 @@ def test_identifier_rule_on_ids_and_tags(post: Client, path: str, body: Any, fie
 
 def test_a_long_offending_value_is_shortened_in_the_message(post: Client) -> None:
     r = post("/v2/query-catalog", {"catalog_id": "é" * 10_000})
-    assert r.status == 400 and r.body == err(400, f"invalid request: 'catalog_id' must match {PATTERN}, got '{'é' * 56}...")
+    assert r.status == 400 and r.body == err(
+        400, f"invalid request: 'catalog_id' must match {PATTERN}, got '{'é' * 56}..."
+    )
 
 
 def test_identifier_rule_accepts_every_allowed_character(post: Client) -> None:
@@ -621,13 +687,21 @@ def test_catalog_limits_at_the_documented_maxima() -> None:
     limits = Limits()
     n_refs = limits.max_topic_item_refs
     per_topic = n_refs // limits.max_topics_per_catalog
-    assert post("/v2/upsert-items", {"items": [{"item_id": f"i{k}", "display_name": "", "scorable": True}
-                                              for k in range(n_refs + 1)]}).body == OK
+    assert (
+        post(
+            "/v2/upsert-items",
+            {"items": [{"item_id": f"i{k}", "display_name": "", "scorable": True} for k in range(n_refs + 1)]},
+        ).body
+        == OK
+    )
 
     def catalog(n_topics: int, extra_ref: bool) -> dict[str, Any]:
         topics = [
-            {"topic_id": f"t{t}", "display_name": "", "item_refs": [{"item_id": f"i{t * per_topic + k}"}
-                                                                    for k in range(per_topic)]}
+            {
+                "topic_id": f"t{t}",
+                "display_name": "",
+                "item_refs": [{"item_id": f"i{t * per_topic + k}"} for k in range(per_topic)],
+            }
             for t in range(n_topics)
         ]
         if extra_ref:
@@ -687,7 +761,9 @@ def test_a_failing_bulk_call_changes_nothing(loaded: Client) -> None:
 
 
 @pytest.mark.parametrize("call", ["upsert_items", "replace_item_database", "delete_items", "upsert_catalog"])
-def test_a_store_failure_mid_call_rolls_back(loaded: Client, engine: Engine, call: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_store_failure_mid_call_rolls_back(
+    loaded: Client, engine: Engine, call: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The engine applies a call in one transaction: a failure after some writes undoes them."""
     before = state(loaded)
 

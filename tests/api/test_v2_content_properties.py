@@ -26,6 +26,7 @@ from learnloop.content import Item, compile_catalog, compile_filter
 from learnloop.store import TABLES
 from learnloop.testing import content, filters, item_databases
 
+
 def shared_engine(max_examples: int) -> settings:
     return settings(
         max_examples=max_examples,
@@ -33,6 +34,7 @@ def shared_engine(max_examples: int) -> settings:
         # the engine is shared across examples on purpose (see the module docstring)
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
+
 
 CONTENT_PATHS = [
     "/v2/upsert-items",
@@ -98,8 +100,12 @@ SEED_CATALOG = {
     "topics": [
         {"topic_id": "ch", "display_name": "Ch", "child_topic_refs": [{"topic_id": "a"}, {"topic_id": "b"}]},
         {"topic_id": "a", "display_name": "A", "item_refs": [{"item_id": "q1"}, {"item_id": "t1"}]},
-        {"topic_id": "b", "display_name": "B", "item_refs": [{"item_id": "q2", "difficulty": 0.7}],
-         "prerequisite_topic_refs": [{"topic_id": "a"}]},
+        {
+            "topic_id": "b",
+            "display_name": "B",
+            "item_refs": [{"item_id": "q2", "difficulty": 0.7}],
+            "prerequisite_topic_refs": [{"topic_id": "a"}],
+        },
     ],
 }
 
@@ -138,8 +144,19 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=12,
 )
-FIELD_NAMES = ["items", "item_ids", "item_annotations", "catalog_id", "display_name", "topics", "text_plain",
-               "item_id", "scorable", "difficulty", "tags"]
+FIELD_NAMES = [
+    "items",
+    "item_ids",
+    "item_annotations",
+    "catalog_id",
+    "display_name",
+    "topics",
+    "text_plain",
+    "item_id",
+    "scorable",
+    "difficulty",
+    "tags",
+]
 random_bodies = st.one_of(
     st.none(),
     json_values,
@@ -170,8 +187,17 @@ def test_a_random_request_never_fails_with_5xx_and_a_rejected_one_changes_nothin
 
 
 # requests made invalid on purpose: one mutation of a valid request
-REQUIRED = {"item_id", "display_name", "scorable", "topic_id", "catalog_id", "topics", "items", "item_ids",
-            "item_annotations"}
+REQUIRED = {
+    "item_id",
+    "display_name",
+    "scorable",
+    "topic_id",
+    "catalog_id",
+    "topics",
+    "items",
+    "item_ids",
+    "item_annotations",
+}
 ID_KEYS = {"item_id", "topic_id", "catalog_id"}
 BAD_IDS = ["", "a b", "x" * 129, "é", "a/b", "a\n", "a.b", "#"]
 
@@ -213,9 +239,7 @@ def valid_requests(draw: st.DrawFn, kind: str) -> tuple[str, dict[str, Any]]:
     extra = draw(item_databases(max_size=3))
     known = {i.item_id for i in items} | {i["item_id"] for i in SEED_ITEMS}
     if kind in ("items", "database"):
-        return f"/v2/upsert-{'items' if kind == 'items' else 'item-database'}", {
-            "items": [dump(i) for i in items]
-        }
+        return f"/v2/upsert-{'items' if kind == 'items' else 'item-database'}", {"items": [dump(i) for i in items]}
     if kind == "delete":
         return "/v2/delete-items", {"item_ids": sorted(known)[: draw(st.integers(1, len(known)))]}
     if kind == "annotation":
@@ -257,8 +281,7 @@ def invalid_requests(draw: st.DrawFn, kind: str) -> tuple[str, dict[str, Any], s
             at(body, where)[key][draw(st.integers(0, len(at(body, where)[key]) - 1))] = bad
     elif mutation in ("drop_required", "wrong_type"):
         annotation = path.endswith("annotation")
-        keys = [(p, k) for p in places for k in at(body, p)
-                if k in REQUIRED and not (annotation and k == "catalog_id")]
+        keys = [(p, k) for p in places for k in at(body, p) if k in REQUIRED and not (annotation and k == "catalog_id")]
         if mutation == "wrong_type":
             keys = [(p, k) for p in places for k in at(body, p)]
         where, key = draw(st.sampled_from(keys))

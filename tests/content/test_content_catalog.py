@@ -37,12 +37,18 @@ def problems(*topics: dict[str, Any]) -> list[str]:
 
 
 def test_a_valid_catalog_has_no_problem() -> None:
-    assert problems(
-        topic("root", child_topic_refs=tids("a", "b")),
-        topic("a", item_refs=refs("q1", "q2")),
-        topic("b", item_refs=[{"item_id": "q3", "difficulty": 0.0}, {"item_id": "q1", "difficulty": 1.0}],
-              prerequisite_topic_refs=tids("a")),
-    ) == []
+    assert (
+        problems(
+            topic("root", child_topic_refs=tids("a", "b")),
+            topic("a", item_refs=refs("q1", "q2")),
+            topic(
+                "b",
+                item_refs=[{"item_id": "q3", "difficulty": 0.0}, {"item_id": "q1", "difficulty": 1.0}],
+                prerequisite_topic_refs=tids("a"),
+            ),
+        )
+        == []
+    )
 
 
 def test_unknown_item_ref() -> None:
@@ -134,12 +140,15 @@ def test_a_topic_that_is_its_own_prerequisite() -> None:
 
 
 def test_prerequisites_across_the_hierarchy_are_allowed() -> None:
-    assert problems(
-        topic("root", child_topic_refs=tids("a", "b")),
-        topic("a", item_refs=refs("q1"), prerequisite_topic_refs=tids("b")),
-        topic("b", item_refs=refs("q2")),
-        topic("z", item_refs=refs("q3"), prerequisite_topic_refs=tids("root", "a")),
-    ) == []
+    assert (
+        problems(
+            topic("root", child_topic_refs=tids("a", "b")),
+            topic("a", item_refs=refs("q1"), prerequisite_topic_refs=tids("b")),
+            topic("b", item_refs=refs("q2")),
+            topic("z", item_refs=refs("q3"), prerequisite_topic_refs=tids("root", "a")),
+        )
+        == []
+    )
 
 
 def test_duplicate_topic_ids() -> None:
@@ -153,9 +162,7 @@ def test_no_topic() -> None:
 
 
 def test_no_item() -> None:
-    assert problems(topic("a"), topic("b", item_refs=[])) == [
-        "catalog has no item: at least one topic needs item_refs"
-    ]
+    assert problems(topic("a"), topic("b", item_refs=[])) == ["catalog has no item: at least one topic needs item_refs"]
 
 
 @pytest.mark.parametrize("difficulty", [-0.01, 1.01, float("nan"), float("inf")])

@@ -104,7 +104,7 @@ def test_the_code_on_the_page_runs(name: str, tmp_path: Path, monkeypatch: pytes
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": f"docs.{name}"}
     for k, block in enumerate(blocks):
-        exec(compile(block, f"{name}, python block {k + 1}", "exec"), namespace)  # noqa: S102
+        exec(compile(block, f"{name}, python block {k + 1}", "exec"), namespace)
 
 
 def load_extension() -> ModuleType:

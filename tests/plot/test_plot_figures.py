@@ -84,7 +84,7 @@ def test_padded_and_by_opportunity_match_a_plain_loop() -> None:
 def test_reliability_bins_agree_with_the_ece_and_a_hand_count() -> None:
     rng = np.random.default_rng(1)
     p = rng.random(5000)
-    y = (rng.random(5000) < p ** 1.3).astype(float)
+    y = (rng.random(5000) < p**1.3).astype(float)
     bins = reliability_bins(y, p, n_bins=10)
     assert bins.ece == pytest.approx(expected_calibration_error(y, p, n_bins=10))
     in_third = (p >= 0.2) & (p < 0.3)
@@ -157,8 +157,13 @@ def test_topic_mastery_follows_the_learner() -> None:
     engine.upsert_catalog(CATALOG)
     before = topic_mastery(engine, "u1", CATALOG.catalog_id)
     events = [
-        {"type": "attempt", "item_id": f"ch1-t1-q{k}", "catalog_id": CATALOG.catalog_id,
-         "timestamp": f"2025-01-06T09:0{k}:00Z", "score": 1.0}
+        {
+            "type": "attempt",
+            "item_id": f"ch1-t1-q{k}",
+            "catalog_id": CATALOG.catalog_id,
+            "timestamp": f"2025-01-06T09:0{k}:00Z",
+            "score": 1.0,
+        }
         for k in range(1, 5)
     ]
     engine.upsert_events("u1", events)

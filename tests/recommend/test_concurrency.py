@@ -46,7 +46,7 @@ def _run_threads(workers: list[Callable[[], None]], timeout: float) -> list[Base
         def run() -> None:
             try:
                 fn()
-            except BaseException as exc:  # noqa: BLE001 - reported by the test
+            except BaseException as exc:
                 errors.append(exc)
 
         return run
@@ -76,8 +76,14 @@ def test_adaptive_steps_and_status_reads_in_two_threads_do_not_hang(make_engine:
         while time.monotonic() < stop:
             step = engine.adaptive_step(context, events)
             assert step.recommendation is not None
-            events = [{"type": "attempt", "timestamp": _stamp(next(counter)), "score": 1.0,
-                       "recommendation_context": step.recommendation.recommendation_context}]
+            events = [
+                {
+                    "type": "attempt",
+                    "timestamp": _stamp(next(counter)),
+                    "score": 1.0,
+                    "recommendation_context": step.recommendation.recommendation_context,
+                }
+            ]
 
     def reader() -> None:
         body = json.dumps({"user_id": "u", "catalog_id": cid, "filter_list": [{}]}).encode()
@@ -125,26 +131,46 @@ def _mixed_workload(engine: Engine, cid: str, seconds: float, n_threads: int = 8
                 action = rng.random()
                 if action < 0.45:
                     sent = pending[user]
-                    step = engine.adaptive_step(contexts[user], [{kk: v for kk, v in e.items() if kk[0] != "_"}
-                                                                 for e in sent])
+                    step = engine.adaptive_step(
+                        contexts[user], [{kk: v for kk, v in e.items() if kk[0] != "_"} for e in sent]
+                    )
                     accepted.setdefault(user, []).extend(
                         {"ts": e["timestamp"], "item": e["_item"], "topic": e["_topic"], "score": e["score"]}
                         for e in sent
                     )
                     rec = step.recommendation
                     assert rec is not None
-                    pending[user] = [{"type": "attempt", "timestamp": ts, "score": float(rng.random() < 0.6),
-                                      "recommendation_context": rec.recommendation_context,
-                                      "_item": rec.item_id, "_topic": rec.topic_id}]
+                    pending[user] = [
+                        {
+                            "type": "attempt",
+                            "timestamp": ts,
+                            "score": float(rng.random() < 0.6),
+                            "recommendation_context": rec.recommendation_context,
+                            "_item": rec.item_id,
+                            "_topic": rec.topic_id,
+                        }
+                    ]
                 elif action < 0.65:
                     item, topic = rng.choice(pairs)
                     # a late event (earlier than this user's latest) now and then
                     late = rng.random() < 0.1
                     stamp = _stamp(k * 10**7 + tick * 10 - (5000 if late else 0) + 1)
                     score = float(rng.random() < 0.5)
-                    body = json.dumps({"user_id": user, "events": [
-                        {"type": "attempt", "timestamp": stamp, "catalog_id": cid, "item_id": item,
-                         "topic_id": topic, "score": score}]}).encode()
+                    body = json.dumps(
+                        {
+                            "user_id": user,
+                            "events": [
+                                {
+                                    "type": "attempt",
+                                    "timestamp": stamp,
+                                    "catalog_id": cid,
+                                    "item_id": item,
+                                    "topic_id": topic,
+                                    "score": score,
+                                }
+                            ],
+                        }
+                    ).encode()
                     response = api.handle("POST", "/v2/upsert-events", body=body)
                     assert response.status == 200, response.body
                     accepted.setdefault(user, []).append({"ts": stamp, "item": item, "topic": topic, "score": score})
@@ -168,10 +194,20 @@ def _serial_replay(cid: str, accepted: dict[str, list[dict[str, Any]]]) -> Engin
     _course(serial)
     for user, events in accepted.items():
         ordered = sorted(events, key=lambda e: e["ts"])
-        serial.upsert_events(user, [
-            {"type": "attempt", "timestamp": e["ts"], "catalog_id": cid, "item_id": e["item"],
-             "topic_id": e["topic"], "score": e["score"]} for e in ordered
-        ])
+        serial.upsert_events(
+            user,
+            [
+                {
+                    "type": "attempt",
+                    "timestamp": e["ts"],
+                    "catalog_id": cid,
+                    "item_id": e["item"],
+                    "topic_id": e["topic"],
+                    "score": e["score"],
+                }
+                for e in ordered
+            ],
+        )
     return serial
 
 
@@ -201,7 +237,9 @@ def _process_worker(path: str, k: int, cid: str, barrier: Any, out: Any) -> None
         accepted = []
         for j in range(4):
             user = f"p{k}-u{j}"
-            context = engine.create_session({"user_id": user, "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}})
+            context = engine.create_session(
+                {"user_id": user, "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}}
+            )
             contexts.append(context)
             events: list[dict[str, Any]] = []
             for n in range(6):
@@ -209,13 +247,19 @@ def _process_worker(path: str, k: int, cid: str, barrier: Any, out: Any) -> None
                 accepted.extend([(user, e["timestamp"]) for e in events])
                 rec = step.recommendation
                 assert rec is not None
-                events = [{"type": "attempt", "timestamp": _stamp(k * 10**6 + j * 1000 + n), "score": 1.0,
-                           "recommendation_context": rec.recommendation_context}]
+                events = [
+                    {
+                        "type": "attempt",
+                        "timestamp": _stamp(k * 10**6 + j * 1000 + n),
+                        "score": 1.0,
+                        "recommendation_context": rec.recommendation_context,
+                    }
+                ]
             engine.adaptive_step(context, events)
             accepted.extend([(user, e["timestamp"]) for e in events])
         out.put(("ok", k, contexts, accepted))
         engine.close()
-    except BaseException as exc:  # noqa: BLE001 - sent to the parent
+    except BaseException as exc:
         out.put(("error", k, repr(exc), []))
 
 
@@ -226,7 +270,7 @@ def _verify_worker(path: str, contexts: list[str], out: Any) -> None:
             engine.session(context)  # raises ContextError when the context does not verify
         out.put(("ok", len(contexts)))
         engine.close()
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         out.put(("error", repr(exc)))
 
 
@@ -317,8 +361,14 @@ def test_the_same_seed_still_gives_the_same_recommendations() -> None:
             step = engine.adaptive_step(context, events)
             assert step.recommendation is not None
             picks.append(step.recommendation.item_id)
-            events = [{"type": "attempt", "timestamp": _stamp(n), "score": float(n % 3 == 0),
-                       "recommendation_context": step.recommendation.recommendation_context}]
+            events = [
+                {
+                    "type": "attempt",
+                    "timestamp": _stamp(n),
+                    "score": float(n % 3 == 0),
+                    "recommendation_context": step.recommendation.recommendation_context,
+                }
+            ]
         return picks
 
     assert play() == play()
@@ -330,19 +380,31 @@ def test_session_filter_limit_counts_distinct_items_not_topic_positions() -> Non
     n = 5001
     engine.upsert_items([{"item_id": f"q{k}", "display_name": "Q", "scorable": True} for k in range(n)])
     refs = [{"item_id": f"q{k}"} for k in range(n)]
-    engine.upsert_catalog({"catalog_id": "c", "display_name": "C", "topics": [
-        {"topic_id": "a", "display_name": "A", "item_refs": refs},
-        {"topic_id": "b", "display_name": "B", "item_refs": refs},
-    ]})
+    engine.upsert_catalog(
+        {
+            "catalog_id": "c",
+            "display_name": "C",
+            "topics": [
+                {"topic_id": "a", "display_name": "A", "item_refs": refs},
+                {"topic_id": "b", "display_name": "B", "item_refs": refs},
+            ],
+        }
+    )
     context = engine.create_session({"user_id": "u", "catalog_id": "c", "mode": {"type": "learn"}, "filter": {}})
     assert engine.adaptive_step(context).recommendation is not None
     # above the limit, the message states the true number of distinct items
     engine.upsert_items([{"item_id": f"r{k}", "display_name": "R", "scorable": True} for k in range(5000)])
     refs2 = [{"item_id": f"r{k}"} for k in range(5000)]
-    engine.upsert_catalog({"catalog_id": "d", "display_name": "D", "topics": [
-        {"topic_id": "a", "display_name": "A", "item_refs": refs},
-        {"topic_id": "b", "display_name": "B", "item_refs": refs + refs2},
-    ]})
+    engine.upsert_catalog(
+        {
+            "catalog_id": "d",
+            "display_name": "D",
+            "topics": [
+                {"topic_id": "a", "display_name": "A", "item_refs": refs},
+                {"topic_id": "b", "display_name": "B", "item_refs": refs + refs2},
+            ],
+        }
+    )
     with pytest.raises(ValidationError, match="matches 10001 items"):
         engine.create_session({"user_id": "u", "catalog_id": "d", "mode": {"type": "learn"}, "filter": {}})
 
@@ -357,8 +419,13 @@ def test_events_sharing_a_timestamp_are_applied_in_posting_order(make_engine: Ca
     stamp = _stamp(100)
 
     def post(e: Engine, user: str, order: list[tuple[str, float]]) -> None:
-        e.upsert_events(user, [{"type": "attempt", "timestamp": stamp, "catalog_id": cid, "item_id": i,
-                                "topic_id": topic, "score": s} for i, s in order])
+        e.upsert_events(
+            user,
+            [
+                {"type": "attempt", "timestamp": stamp, "catalog_id": cid, "item_id": i, "topic_id": topic, "score": s}
+                for i, s in order
+            ],
+        )
 
     post(engine, "a", [(first, 1.0), (second, 0.0)])
     post(engine, "b", [(second, 0.0), (first, 1.0)])
@@ -393,8 +460,19 @@ def test_the_learner_cache_is_bounded_by_bytes() -> None:
     index = engine.catalog_index(cid)
     topic = index.topic_ids[index.item_topic[0]]
     for k in range(40):
-        engine.upsert_events(f"u{k}", [{"type": "attempt", "timestamp": _stamp(k), "catalog_id": cid,
-                                        "item_id": index.item_ids[0], "topic_id": topic, "score": 1.0}])
+        engine.upsert_events(
+            f"u{k}",
+            [
+                {
+                    "type": "attempt",
+                    "timestamp": _stamp(k),
+                    "catalog_id": cid,
+                    "item_id": index.item_ids[0],
+                    "topic_id": topic,
+                    "score": 1.0,
+                }
+            ],
+        )
         engine.user_status(f"u{k}", cid, [{}])
     assert engine.learner_cache_nbytes() <= 5_000_000
     # evicted learners are rebuilt from the store, unchanged
@@ -408,8 +486,17 @@ def test_a_late_event_replays_one_learner_without_blocking_the_others() -> None:
     cid = _course(engine)
     index = engine.catalog_index(cid)
     pairs = [(i, index.topic_ids[index.item_topic[p]]) for p, i in enumerate(index.item_ids)]
-    heavy = [{"type": "attempt", "timestamp": _stamp(10 * n), "catalog_id": cid, "item_id": pairs[n % len(pairs)][0],
-              "topic_id": pairs[n % len(pairs)][1], "score": float(n % 2)} for n in range(60_000)]
+    heavy = [
+        {
+            "type": "attempt",
+            "timestamp": _stamp(10 * n),
+            "catalog_id": cid,
+            "item_id": pairs[n % len(pairs)][0],
+            "topic_id": pairs[n % len(pairs)][1],
+            "score": float(n % 2),
+        }
+        for n in range(60_000)
+    ]
     for at in range(0, len(heavy), 1000):
         engine.upsert_events("heavy", heavy[at : at + 1000])
     engine.user_status("heavy", cid, [{}])
@@ -463,7 +550,11 @@ def test_a_signed_context_without_its_fields_is_a_400(make_engine: Callable[...,
     assert response.status == 400 and "malformed context" in response.body["error"]["message"]
     context = engine.create_session({"user_id": "u", "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}})
     bad_rec = engine._sessions._signer.sign("default", "r", {"s": 1})
-    body = json.dumps({"session_context": context, "events": [
-        {"type": "attempt", "timestamp": _stamp(1), "score": 1.0, "recommendation_context": bad_rec}]}).encode()
+    body = json.dumps(
+        {
+            "session_context": context,
+            "events": [{"type": "attempt", "timestamp": _stamp(1), "score": 1.0, "recommendation_context": bad_rec}],
+        }
+    ).encode()
     response = api.handle("POST", "/v2/adaptive-engine", body=body)
     assert response.status == 400 and "recommendation_context: malformed context" in response.body["error"]["message"]

@@ -17,7 +17,9 @@ from learnloop.sim import SimClock, learner_for, run_session, sample_course, tru
 from learnloop.tracing import difficulty_to_b
 
 
-def course_engine(*, seed: int = 3, policies: dict[str, Any] | None = None, **course: Any) -> tuple[Engine, SimClock, str]:
+def course_engine(
+    *, seed: int = 3, policies: dict[str, Any] | None = None, **course: Any
+) -> tuple[Engine, SimClock, str]:
     clock = SimClock()
     engine = Engine(seed=seed, clock=clock, policies=policies)
     items, catalog = sample_course(**course)
@@ -58,8 +60,14 @@ def scripted(
         if index.is_theory[position]:
             events = [{"type": "view_theory", "timestamp": now, "recommendation_context": rec.recommendation_context}]
         else:
-            events = [{"type": "attempt", "timestamp": now, "recommendation_context": rec.recommendation_context,
-                       "score": score(rec.item_id, rec.topic_id)}]
+            events = [
+                {
+                    "type": "attempt",
+                    "timestamp": now,
+                    "recommendation_context": rec.recommendation_context,
+                    "score": score(rec.item_id, rec.topic_id),
+                }
+            ]
     return recs
 
 
@@ -67,7 +75,9 @@ def scripted(
 @pytest.fixture(scope="module")
 def assessment_runs() -> dict[float, list[tuple[float, float, float]]]:
     """(estimate, truth, mean b served) after 30 items for learners across the ability range."""
-    engine, clock, cid = course_engine(seed=2, n_chapters=4, topics_per_chapter=3, items_per_topic=10, with_theory=False)
+    engine, clock, cid = course_engine(
+        seed=2, n_chapters=4, topics_per_chapter=3, items_per_topic=10, with_theory=False
+    )
     index = engine.catalog_index(cid)
     b = difficulty_to_b(index.difficulty)
     everything = np.ones(index.n_items, dtype=bool)
@@ -76,8 +86,15 @@ def assessment_runs() -> dict[float, list[tuple[float, float, float]]]:
         for s in range(6):
             learner = learner_for(index, seed=s, ability_sd=0.0, topic_sd=0.3)
             learner.base_ability = learner.base_ability + theta
-            trace = run_session(engine, catalog_id=cid, user_id=f"t{int(theta)}-{s}", learner=learner, mode="assess",
-                                steps=30, clock=clock)
+            trace = run_session(
+                engine,
+                catalog_id=cid,
+                user_id=f"t{int(theta)}-{s}",
+                learner=learner,
+                mode="assess",
+                steps=30,
+                clock=clock,
+            )
             truth = true_proficiency(learner, index, everything, clock())
             served = float(np.mean([b[index.position(i)] for i in trace.item_ids]))
             assert len(set(trace.item_ids)) == 30  # no item twice in an assessment
@@ -85,7 +102,9 @@ def assessment_runs() -> dict[float, list[tuple[float, float, float]]]:
     return runs
 
 
-def test_assess_estimates_proficiency_within_a_tenth(assessment_runs: dict[float, list[tuple[float, float, float]]]) -> None:
+def test_assess_estimates_proficiency_within_a_tenth(
+    assessment_runs: dict[float, list[tuple[float, float, float]]],
+) -> None:
     for theta, runs in assessment_runs.items():
         errors = np.array([abs(est - truth) for est, truth, _ in runs])
         assert errors.mean() <= 0.1, (theta, errors)
@@ -111,8 +130,9 @@ def test_learn_never_enters_a_topic_before_its_prerequisites_while_a_ready_one_r
         if rec is None:
             return
         policy = LearnPolicy()
-        mastered = view.mastered(threshold=policy.mastery_threshold, min_attempts=policy.min_attempts,
-                                 streak=policy.streak)
+        mastered = view.mastered(
+            threshold=policy.mastery_threshold, min_attempts=policy.min_attempts, streak=policy.streak
+        )
         topic = index.topic_index[rec.topic_id]
         ready = np.array([bool(mastered[req].all()) for req in needs])
         if not ready[topic] and ready[index.item_topic].any():
@@ -170,8 +190,12 @@ def test_review_goes_to_the_gaps() -> None:
     events = []
     for k in range(6):
         when = format_timestamp(start + timedelta(minutes=k))
-        events.append({"type": "attempt", "item_id": f"ch1-t1-q{k + 1}", "catalog_id": cid, "timestamp": when, "score": 1})
-        events.append({"type": "attempt", "item_id": f"ch1-t2-q{k + 1}", "catalog_id": cid, "timestamp": when, "score": 0})
+        events.append(
+            {"type": "attempt", "item_id": f"ch1-t1-q{k + 1}", "catalog_id": cid, "timestamp": when, "score": 1}
+        )
+        events.append(
+            {"type": "attempt", "item_id": f"ch1-t2-q{k + 1}", "catalog_id": cid, "timestamp": when, "score": 0}
+        )
     engine.upsert_events("u", events)
     clock.advance(3600)
     recs = scripted(engine, clock, cid, user="u", mode="review", steps=6, score=lambda i, t: 0.0)
@@ -195,9 +219,13 @@ def _learn_items(seed: int) -> list[str]:
     items: list[str] = []
     for k in range(3):
         learner = learner_for(index, seed=40 + k)
-        trace = run_session(engine, catalog_id=cid, user_id=f"u{k}", learner=learner, mode="learn", steps=25, clock=clock)
+        trace = run_session(
+            engine, catalog_id=cid, user_id=f"u{k}", learner=learner, mode="learn", steps=25, clock=clock
+        )
         items += trace.item_ids
-        trace = run_session(engine, catalog_id=cid, user_id=f"u{k}", learner=learner, mode="assess", steps=10, clock=clock)
+        trace = run_session(
+            engine, catalog_id=cid, user_id=f"u{k}", learner=learner, mode="assess", steps=10, clock=clock
+        )
         items += trace.item_ids
     return items
 

@@ -40,23 +40,47 @@ _answers = st.lists(st.tuples(st.integers(0, N - 1), st.sampled_from([0.0, 0.5, 
 
 @pytest.mark.parametrize("policy", POLICIES, ids=lambda p: type(p).__name__)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(history=_answers, eligible=st.lists(st.booleans(), min_size=N, max_size=N),
-       previous=st.none() | st.integers(0, N - 1), administered=st.lists(st.booleans(), min_size=N, max_size=N),
-       seed=st.integers(0, 2**32 - 1), user=st.integers(0, 10**9))
+@given(
+    history=_answers,
+    eligible=st.lists(st.booleans(), min_size=N, max_size=N),
+    previous=st.none() | st.integers(0, N - 1),
+    administered=st.lists(st.booleans(), min_size=N, max_size=N),
+    seed=st.integers(0, 2**32 - 1),
+    user=st.integers(0, 10**9),
+)
 def test_a_pick_is_eligible_and_none_only_on_an_empty_mask(
-    policy: Policy, history: list[tuple[int, float]], eligible: list[bool], previous: int | None,
-    administered: list[bool], seed: int, user: int,
+    policy: Policy,
+    history: list[tuple[int, float]],
+    eligible: list[bool],
+    previous: int | None,
+    administered: list[bool],
+    seed: int,
+    user: int,
 ) -> None:
     user_id = f"u{user}"
-    _ENGINE.upsert_events(user_id, [
-        {"type": "attempt", "timestamp": format_timestamp(T0 + timedelta(minutes=k)), "catalog_id": CID,
-         "item_id": INDEX.item_ids[p], "topic_id": INDEX.topic_ids[INDEX.item_topic[p]], "score": s}
-        for k, (p, s) in enumerate(history)
-    ])
+    _ENGINE.upsert_events(
+        user_id,
+        [
+            {
+                "type": "attempt",
+                "timestamp": format_timestamp(T0 + timedelta(minutes=k)),
+                "catalog_id": CID,
+                "item_id": INDEX.item_ids[p],
+                "topic_id": INDEX.topic_ids[INDEX.item_topic[p]],
+                "score": s,
+            }
+            for k, (p, s) in enumerate(history)
+        ],
+    )
     view = _ENGINE.learner_view(user_id, CID)
     mask = np.asarray(eligible, dtype=bool)
-    pick = policy.select(view, mask, previous=previous, rng=np.random.default_rng(seed),
-                         administered=np.asarray(administered, dtype=bool))
+    pick = policy.select(
+        view,
+        mask,
+        previous=previous,
+        rng=np.random.default_rng(seed),
+        administered=np.asarray(administered, dtype=bool),
+    )
     if not mask.any():
         assert pick is None
     else:
@@ -69,10 +93,12 @@ def test_a_pick_is_eligible_and_none_only_on_an_empty_mask(
 
 # -- golden cases of the pure step --------------------------------------------------------------
 def _session(**kwargs: object) -> SessionState:
-    spec = SessionSpec.model_validate({"user_id": "u", "catalog_id": CID, "mode": {"type": "learn"}, "filter": {},
-                                       **kwargs})
-    return SessionState(session_id="ab" * 12, spec=spec, started_at=T0,
-                        constraint_counts=(0,) * len(spec.constraints or ()))
+    spec = SessionSpec.model_validate(
+        {"user_id": "u", "catalog_id": CID, "mode": {"type": "learn"}, "filter": {}, **kwargs}
+    )
+    return SessionState(
+        session_id="ab" * 12, spec=spec, started_at=T0, constraint_counts=(0,) * len(spec.constraints or ())
+    )
 
 
 def test_golden_first_step_of_a_new_learner_opens_the_first_topic_with_its_theory() -> None:
@@ -83,14 +109,18 @@ def test_golden_first_step_of_a_new_learner_opens_the_first_topic_with_its_theor
     assert (INDEX.item_ids[pick.position], pick.keyword) == ("ch1-t1-theory", "content_progression")
     assert pick.description == "starting topic 'ch1-t1' with its theory"
     assert after.recommendation_count == 1
-    assert (after.last_item, after.last_topic) == (INDEX.item_ids[pick.position], INDEX.topic_ids[INDEX.item_topic[pick.position]])
+    assert (after.last_item, after.last_topic) == (
+        INDEX.item_ids[pick.position],
+        INDEX.topic_ids[INDEX.item_topic[pick.position]],
+    )
     assert session.recommendation_count == 0  # the input is not changed
 
 
 def test_golden_a_used_up_constraint_removes_its_items_and_counts_only_its_own() -> None:
     first_topic = INDEX.topic_ids[0]
-    session = _session(constraints=[{"type": "max_recommendations", "value": 1,
-                                     "filter": {"include_topic_ids": [first_topic]}}])
+    session = _session(
+        constraints=[{"type": "max_recommendations", "value": 1, "filter": {"include_topic_ids": [first_topic]}}]
+    )
     view = _ENGINE.learner_view("golden-new", CID)
     topic_mask = _ENGINE.filter_mask(CID, {"include_topic_ids": [first_topic]})
     everything = np.ones(N, dtype=bool)
@@ -116,11 +146,14 @@ def test_golden_assessment_never_repeats_an_assessed_item_while_others_remain() 
     session = _session(mode={"type": "assess"})
     given: list[str] = []
     for _ in range(6):
-        pick, session = session_step(session, view, np.ones(N, dtype=bool), (), AssessPolicy(), np.random.default_rng(1))
+        pick, session = session_step(
+            session, view, np.ones(N, dtype=bool), (), AssessPolicy(), np.random.default_rng(1)
+        )
         assert pick is not None
         given.append(INDEX.item_ids[pick.position])
-        session = type(session)(**{**{f: getattr(session, f) for f in session.__slots__},
-                                   "assessed": (*session.assessed, given[-1])})
+        session = type(session)(
+            **{**{f: getattr(session, f) for f in session.__slots__}, "assessed": (*session.assessed, given[-1])}
+        )
     assert len(set(given)) == len(given)
 
 

@@ -32,8 +32,11 @@ def test_session_invariants(drawn: Any, data: st.DataObject) -> None:
     index = engine.catalog_index(catalog.catalog_id)
     session_filter = data.draw(filters(catalog, db))
     constraints = [
-        {"type": "max_recommendations", "value": data.draw(st.integers(0, 4) | st.floats(0.0, 4.0)),
-         "filter": data.draw(filters(catalog, db)).model_dump(exclude_none=True)}
+        {
+            "type": "max_recommendations",
+            "value": data.draw(st.integers(0, 4) | st.floats(0.0, 4.0)),
+            "filter": data.draw(filters(catalog, db)).model_dump(exclude_none=True),
+        }
         for _ in range(data.draw(st.integers(0, 3)))
     ]
     stopping = data.draw(
@@ -47,9 +50,14 @@ def test_session_invariants(drawn: Any, data: st.DataObject) -> None:
         )
     )
     mode = data.draw(st.sampled_from(["learn", "review", "assess"]))
-    spec = {"user_id": "u", "catalog_id": catalog.catalog_id, "mode": {"type": mode},
-            "filter": session_filter.model_dump(exclude_none=True), "constraints": constraints,
-            "stopping_conditions": stopping}
+    spec = {
+        "user_id": "u",
+        "catalog_id": catalog.catalog_id,
+        "mode": {"type": mode},
+        "filter": session_filter.model_dump(exclude_none=True),
+        "constraints": constraints,
+        "stopping_conditions": stopping,
+    }
     context = engine.create_session(spec)
     mask = engine.filter_mask(catalog.catalog_id, session_filter)
     cmasks = [engine.filter_mask(catalog.catalog_id, c["filter"]) for c in constraints]

@@ -26,7 +26,13 @@ def ts(minutes: float) -> str:
 
 
 ITEMS = [
-    {"item_id": "a1", "display_name": "A1", "scorable": True, "difficulty": 0.3, "theory_item_refs": [{"item_id": "ta"}]},
+    {
+        "item_id": "a1",
+        "display_name": "A1",
+        "scorable": True,
+        "difficulty": 0.3,
+        "theory_item_refs": [{"item_id": "ta"}],
+    },
     {"item_id": "a2", "display_name": "A2", "scorable": True, "difficulty": 0.5},
     {"item_id": "a3", "display_name": "A3", "scorable": True, "difficulty": 0.6, "tags": ["hard"]},
     {"item_id": "ta", "display_name": "Theory A", "scorable": False, "content_type": "theory"},
@@ -88,8 +94,13 @@ def step(api: V2Api, context: str, events: list[dict[str, Any]] | None = None) -
 
 
 def answer(rec: dict[str, Any], minute: float, score: float = 1.0, **extra: Any) -> dict[str, Any]:
-    return {"type": "attempt", "timestamp": ts(minute), "recommendation_context": rec["recommendation_context"],
-            "score": score, **extra}
+    return {
+        "type": "attempt",
+        "timestamp": ts(minute),
+        "recommendation_context": rec["recommendation_context"],
+        "score": score,
+        **extra,
+    }
 
 
 # -- create-adaptive-session ----------------------------------------------------------
@@ -142,8 +153,12 @@ def test_session_filter_over_the_limit_is_rejected(make_engine: Callable[..., En
     body = {"user_id": "u1", "catalog_id": "course", "mode": {"type": "learn"}, "filter": {}}
     r = v2.handle("POST", "/v2/create-adaptive-session", body=body)
     assert r.status == 400
-    assert r.body == {"error": {"status": 400, "message": "the session filter matches 6 items; the limit "
-                                "'items matched by a session filter' is 3"}}
+    assert r.body == {
+        "error": {
+            "status": 400,
+            "message": "the session filter matches 6 items; the limit 'items matched by a session filter' is 3",
+        }
+    }
     body["filter"] = {"include_topic_ids": ["B"]}
     assert v2.handle("POST", "/v2/create-adaptive-session", body=body).status == 200
 
@@ -156,8 +171,12 @@ def test_adaptive_engine_response_shape(api: V2Api) -> None:
     assert set(rec) == {"item_id", "topic_id", "recommendation_context", "reason"}
     assert set(rec["reason"]) == {"keyword", "description"}
     assert rec["reason"]["keyword"] in {
-        "knowledge_retention", "observed_knowledge_gap", "predicted_knowledge_gap",
-        "content_progression", "assessment", "exploration",
+        "knowledge_retention",
+        "observed_knowledge_gap",
+        "predicted_knowledge_gap",
+        "content_progression",
+        "assessment",
+        "exploration",
     }
     assert rec["reason"]["description"]
     assert data["user_status"] == {
@@ -168,7 +187,10 @@ def test_adaptive_engine_response_shape(api: V2Api) -> None:
     }
     assert 0.0 < data["user_status"]["proficiency"] < 1.0
     assert data["session_status"] == {
-        "stop_session": False, "satisfied_stopping_condition_keys": [], "interaction_count": 0, "duration_ms": 0,
+        "stop_session": False,
+        "satisfied_stopping_condition_keys": [],
+        "interaction_count": 0,
+        "duration_ms": 0,
     }
 
 
@@ -178,7 +200,10 @@ def test_events_update_status_and_session(api: V2Api, clock: SimClock) -> None:
     clock.advance(60)
     data = step(api, context, [answer(rec, 1, 1.0, time_spent_ms=1500)])
     assert data["session_status"] == {
-        "stop_session": False, "satisfied_stopping_condition_keys": [], "interaction_count": 1, "duration_ms": 60_000,
+        "stop_session": False,
+        "satisfied_stopping_condition_keys": [],
+        "interaction_count": 1,
+        "duration_ms": 60_000,
     }
     assert data["user_status"]["time_spent_ms"] == 1500
     assert data["user_status"]["last_interaction_timestamp"] == "2025-03-01T09:01:00.000Z"
@@ -218,7 +243,9 @@ def test_forged_context_is_rejected(api: V2Api) -> None:
     forged = payload[:-2] + ("AA" if payload[-2:] != "AA" else "BB") + "." + mac
     status, out = post(api, "/v2/adaptive-engine", {"session_context": forged})
     assert status == 400
-    assert out == {"error": {"status": 400, "message": "session_context: context signature does not verify (forged or altered)"}}
+    assert out == {
+        "error": {"status": 400, "message": "session_context: context signature does not verify (forged or altered)"}
+    }
     status, out = post(api, "/v2/adaptive-engine", {"session_context": "garbage"})
     assert (status, out["error"]["message"]) == (400, "session_context: malformed context")
 
@@ -275,8 +302,10 @@ def test_event_batch_is_atomic(api: V2Api) -> None:
         ({"type": "attempt", "timestamp": "2025-03-01T09:00:00Z", "score": 2}, "events[0].attempt.score"),
         ({"type": "jump", "timestamp": "2025-03-01T09:00:00Z"}, "events[0]"),
         ({"type": "skip", "timestamp": "2025-03-01T09:00:00Z", "score": 1}, "events[0].skip.score"),
-        ({"type": "view_theory", "timestamp": "2025-03-01T09:00:00Z", "fraction_completed": -1},
-         "events[0].view_theory.fraction_completed"),
+        (
+            {"type": "view_theory", "timestamp": "2025-03-01T09:00:00Z", "fraction_completed": -1},
+            "events[0].view_theory.fraction_completed",
+        ),
     ],
 )
 def test_malformed_events_name_the_field(api: V2Api, event: dict[str, Any], fragment: str) -> None:
@@ -291,8 +320,12 @@ def test_no_eligible_item_gives_a_null_recommendation(api: V2Api) -> None:
     context = create(api, filter={"include_tags": ["nothing-has-this-tag"]})
     data = step(api, context)
     assert data["recommendation"] is None
-    assert data["user_status"] == {"progress": 0.0, "proficiency": None, "time_spent_ms": 0,
-                                   "last_interaction_timestamp": None}
+    assert data["user_status"] == {
+        "progress": 0.0,
+        "proficiency": None,
+        "time_spent_ms": 0,
+        "last_interaction_timestamp": None,
+    }
     assert data["session_status"]["stop_session"] is False
 
 
@@ -333,10 +366,22 @@ def test_session_filter_bounds_recommendations_and_status(api: V2Api) -> None:
 # -- user-status and upsert-events -----------------------------------------------------------
 def test_upsert_events_and_user_status(api: V2Api) -> None:
     events = [
-        {"type": "attempt", "item_id": "a1", "catalog_id": "course", "timestamp": ts(1), "score": 1,
-         "time_spent_ms": 1000},
-        {"type": "view_theory", "item_id": "ta", "catalog_id": "course", "timestamp": ts(2),
-         "fraction_completed": 0.5, "time_spent_ms": 3000},
+        {
+            "type": "attempt",
+            "item_id": "a1",
+            "catalog_id": "course",
+            "timestamp": ts(1),
+            "score": 1,
+            "time_spent_ms": 1000,
+        },
+        {
+            "type": "view_theory",
+            "item_id": "ta",
+            "catalog_id": "course",
+            "timestamp": ts(2),
+            "fraction_completed": 0.5,
+            "time_spent_ms": 3000,
+        },
         {"type": "skip", "item_id": "b1", "topic_id": "B", "catalog_id": "course", "timestamp": ts(3)},
     ]
     assert post(api, "/v2/upsert-events", {"user_id": "u9", "events": events}) == (200, {"data": {}})
@@ -350,8 +395,12 @@ def test_upsert_events_and_user_status(api: V2Api) -> None:
     assert whole["last_interaction_timestamp"] == "2025-03-01T09:03:00.000Z"
     assert topic_a["progress"] == pytest.approx(1.5 / 4)
     assert topic_a["last_interaction_timestamp"] == "2025-03-01T09:02:00.000Z"
-    assert theory == {"progress": 0.5, "proficiency": None, "time_spent_ms": 3000,
-                      "last_interaction_timestamp": "2025-03-01T09:02:00.000Z"}
+    assert theory == {
+        "progress": 0.5,
+        "proficiency": None,
+        "time_spent_ms": 3000,
+        "last_interaction_timestamp": "2025-03-01T09:02:00.000Z",
+    }
     assert untouched["progress"] == 0.0 and untouched["time_spent_ms"] == 0
     assert untouched["last_interaction_timestamp"] is None
     # the same events again change nothing
@@ -375,7 +424,10 @@ def test_user_status_of_a_new_learner_and_per_application(api: V2Api) -> None:
         ({"item_id": "zz", "catalog_id": "course"}, "events[0]: item 'zz' is not in catalog 'course'"),
         ({"item_id": "a1", "catalog_id": "nope"}, "events[0]: unknown catalog 'nope'"),
         ({"item_id": "a1", "catalog_id": "course", "topic_id": "B"}, "events[0]: item 'a1' is not in topic 'B'"),
-        ({"item_id": "a1", "catalog_id": "course", "topic_id": "Q"}, "events[0]: unknown topic 'Q' in catalog 'course'"),
+        (
+            {"item_id": "a1", "catalog_id": "course", "topic_id": "Q"},
+            "events[0]: unknown topic 'Q' in catalog 'course'",
+        ),
     ],
 )
 def test_upsert_events_rejects_unknown_references(api: V2Api, event: dict[str, Any], message: str) -> None:

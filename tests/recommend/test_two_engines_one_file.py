@@ -27,8 +27,14 @@ def test_two_engines_share_sessions_events_and_content(tmp_path: Path) -> None:
         assert step.session_status.interaction_count == k
         rec = step.recommendation
         assert rec is not None
-        events = [{"type": "attempt", "timestamp": format_timestamp(clock.advance(60)),
-                   "recommendation_context": rec.recommendation_context, "score": 1.0}]
+        events = [
+            {
+                "type": "attempt",
+                "timestamp": format_timestamp(clock.advance(60)),
+                "recommendation_context": rec.recommendation_context,
+                "score": 1.0,
+            }
+        ]
     first.adaptive_step(context, events)
     assert first.user_status("u", cid, [{}]) == second.user_status("u", cid, [{}])
 

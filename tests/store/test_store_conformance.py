@@ -36,13 +36,13 @@ def test_get_put_and_overwrite(store: Store) -> None:
 
 
 def test_documents_round_trip_as_json(store: Store) -> None:
-    doc = {"s": "é\u2603 \"quoted\"", "i": 3, "f": 0.25, "b": True, "n": None, "l": [1, [2, {"x": "y"}]], "t": (1, 2)}
+    doc = {"s": 'é\u2603 "quoted"', "i": 3, "f": 0.25, "b": True, "n": None, "l": [1, [2, {"x": "y"}]], "t": (1, 2)}
     store.put_many("catalogs", "app", [(("c",), doc)])
     assert store.get("catalogs", "app", ("c",)) == {**doc, "t": [1, 2]}
 
 
 def test_bytes_documents_round_trip(store: Store) -> None:
-    blobs = [b"", b"\x00\x01\xff", b"{\"not\": \"json\"}", bytes(range(256))]
+    blobs = [b"", b"\x00\x01\xff", b'{"not": "json"}', bytes(range(256))]
     store.put_many("learners", "app", [((f"u{i}", "c"), blob) for i, blob in enumerate(blobs)])
     assert [store.get("learners", "app", (f"u{i}", "c")) for i in range(len(blobs))] == blobs
 
@@ -278,8 +278,11 @@ def test_engine_content_survives_reopening(tmp_path: Path) -> None:
     with Engine.open(path) as engine:
         engine.upsert_items([{"item_id": "q1", "display_name": "Q1", "scorable": True, "tags": ["t"]}])
         engine.upsert_catalog(
-            {"catalog_id": "c", "display_name": "C", "topics": [
-                {"topic_id": "t", "display_name": "T", "item_refs": [{"item_id": "q1"}]}]}
+            {
+                "catalog_id": "c",
+                "display_name": "C",
+                "topics": [{"topic_id": "t", "display_name": "T", "item_refs": [{"item_id": "q1"}]}],
+            }
         )
         before = engine.catalog("c", app="default")
     with Engine.open(path) as engine:

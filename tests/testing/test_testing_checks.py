@@ -31,7 +31,9 @@ SPEC: dict[str, Any] = {
     "mode": {"type": "learn"},
     "filter": {"include_topic_ids": ["ch1-t1"]},
     "stopping_conditions": {"max_interaction_count": 3},
-    "constraints": [{"type": "max_recommendations", "value": 2.5, "filter": {"include_item_ids": ["ch1-t1-q1", "ch1-t1-q2"]}}],
+    "constraints": [
+        {"type": "max_recommendations", "value": 2.5, "filter": {"include_item_ids": ["ch1-t1-q1", "ch1-t1-q2"]}}
+    ],
 }
 
 
@@ -67,7 +69,9 @@ def recommending(run: SessionRun, k: int, item_id: str, topic_id: str, keyword: 
     rec = run.steps[k].recommendation
     assert rec is not None
     reason = rec.reason if keyword is None else rec.reason.model_copy(update={"keyword": keyword})
-    return altered(run, k, recommendation=rec.model_copy(update={"item_id": item_id, "topic_id": topic_id, "reason": reason}))
+    return altered(
+        run, k, recommendation=rec.model_copy(update={"item_id": item_id, "topic_id": topic_id, "reason": reason})
+    )
 
 
 def test_a_recommendation_outside_the_filter_is_named(run: SessionRun) -> None:

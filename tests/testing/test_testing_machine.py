@@ -12,8 +12,13 @@ from hypothesis import HealthCheck, Phase, settings
 from learnloop import Engine
 from learnloop.testing.machine import SessionMachine
 
-SETTINGS = settings(max_examples=25, stateful_step_count=25, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+SETTINGS = settings(
+    max_examples=25,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
 
 
 class MemorySessions(SessionMachine):
@@ -83,7 +88,8 @@ def _machine_for(engine_class: type[Engine]) -> type[SessionMachine]:
 def test_the_machine_finds_a_planted_bug(engine_class: type[Engine]) -> None:
     case = _machine_for(engine_class).TestCase
     # found without shrinking (shrinking a stateful failure is slow and proves nothing more here)
-    case.settings = settings(SETTINGS, max_examples=200, stateful_step_count=30, database=None,
-                             phases=[Phase.explicit, Phase.generate])
+    case.settings = settings(
+        SETTINGS, max_examples=200, stateful_step_count=30, database=None, phases=[Phase.explicit, Phase.generate]
+    )
     with pytest.raises(AssertionError):
         case().runTest()

@@ -100,7 +100,9 @@ def test_invariants_hold_for_simulated_learners(new_engine: Callable[..., Engine
 
 @_examples(15)
 @given(learner_sessions(), learners())
-def test_same_seed_same_learner_same_recommendations(new_engine: Callable[..., Engine], drawn: Any, learner: Any) -> None:
+def test_same_seed_same_learner_same_recommendations(
+    new_engine: Callable[..., Engine], drawn: Any, learner: Any
+) -> None:
     items, catalog, spec = drawn
     first, second = (
         play_session(new_engine(items, catalog, seed=5, clock=SimClock()), spec, learner=learner, steps=10)

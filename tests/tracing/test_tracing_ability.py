@@ -40,7 +40,9 @@ def test_golden_2pl_partial_credit_update() -> None:
     score=st.floats(0, 1),
     weight=st.floats(0, 1),
 )
-def test_update_is_finite_and_shrinks_variance(mean: float, var: float, b: float, a: float, score: float, weight: float) -> None:
+def test_update_is_finite_and_shrinks_variance(
+    mean: float, var: float, b: float, a: float, score: float, weight: float
+) -> None:
     m, v = update_ability(mean, var, b=b, score=score, a=a, weight=weight)
     assert math.isfinite(m) and math.isfinite(v)
     assert 0 < v <= var * (1 + 1e-12)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from learnloop.tracing import DAY_SECONDS, FSRS_WEIGHTS, Memory, MemoryModel, as_epoch_seconds, recall_probability
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def test_first_review_uses_initial_stability_per_grade() -> None:
@@ -50,7 +50,10 @@ def test_spacing_beats_cramming_and_lapse_lowers_stability() -> None:
     assert lapsed.lapses == 1
 
 
-@given(scores=st.lists(st.floats(0, 1), min_size=1, max_size=30), gaps=st.lists(st.floats(0, 100), min_size=30, max_size=30))
+@given(
+    scores=st.lists(st.floats(0, 1), min_size=1, max_size=30),
+    gaps=st.lists(st.floats(0, 100), min_size=30, max_size=30),
+)
 def test_memory_stays_valid(scores: list[float], gaps: list[float]) -> None:
     model = MemoryModel()
     ts = np.cumsum(gaps[: len(scores)]) * DAY_SECONDS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -30,7 +30,7 @@ ITEM_TOPIC = [1, 1, 2, 2, 4, 4, 1]
 DIFFICULTY = [0.5, 0.7, 0.5, float("nan"), 0.3, 0.5, 0.5]
 SCORABLE = [True, True, True, True, True, False, False]
 THEORY = [False, False, False, False, False, False, True]
-T0 = datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -118,8 +118,12 @@ def test_bookkeeping_and_status(model: LearnerModel) -> None:
         attempt(0, 1.0),
         attempt(0, 0.5, 1),
         Event(item=1, kind="skip", timestamp=T0 + timedelta(minutes=2)),
-        Event(item=6, kind="view_theory", fraction_completed=0.4, time_spent_ms=500, timestamp=T0 + timedelta(minutes=3)),
-        Event(item=6, kind="view_theory", fraction_completed=0.2, time_spent_ms=500, timestamp=T0 + timedelta(minutes=4)),
+        Event(
+            item=6, kind="view_theory", fraction_completed=0.4, time_spent_ms=500, timestamp=T0 + timedelta(minutes=3)
+        ),
+        Event(
+            item=6, kind="view_theory", fraction_completed=0.2, time_spent_ms=500, timestamp=T0 + timedelta(minutes=4)
+        ),
         attempt(5, None, 5),  # non-scorable exercise: counts for progress, no evidence
     ]
     state = model.update_many(model.new_state(), events)
@@ -176,7 +180,9 @@ def test_remap_carries_state_to_changed_catalog(model: LearnerModel) -> None:
 @settings(max_examples=50, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.integers(0, 6), st.sampled_from(["attempt", "skip", "view_theory"]), st.floats(0, 1), st.floats(0, 1e7)),
+        st.tuples(
+            st.integers(0, 6), st.sampled_from(["attempt", "skip", "view_theory"]), st.floats(0, 1), st.floats(0, 1e7)
+        ),
         max_size=30,
     )
 )

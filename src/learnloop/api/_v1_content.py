@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from learnloop._http import ApiResponse, query_list
+from learnloop.api._v1_limits import V1Limits
 from learnloop.api._v1_mapping import (
     asset_to_item,
     internal_id,
@@ -17,7 +18,6 @@ from learnloop.api._v1_mapping import (
     path_segments,
     view_to_catalog,
 )
-from learnloop.api._v1_limits import V1Limits
 from learnloop.api._v1_models import (
     AssetBody,
     BulkAssets,
@@ -66,51 +66,37 @@ class V1Content:
         problems = []
         limit = self.limits.description_chars
         if asset.description is not None and len(asset.description) > limit:
-            problems.append(
-                f"'{where}description' has {len(asset.description)} characters; at most {limit}"
-            )
-        problems += metadata_problems(
-            asset.metadata, where=f"{where}metadata", variability_cap=self.limits.variability
-        )
+            problems.append(f"'{where}description' has {len(asset.description)} characters; at most {limit}")
+        problems += metadata_problems(asset.metadata, where=f"{where}metadata", variability_cap=self.limits.variability)
         return problems
 
     def _write_assets(self, app: str, docs: list[dict[str, Any]]) -> None:
         items = [asset_to_item(d) for d in docs]
         with self.engine.atomic():
             self.engine.upsert_items(items, app=app)
-            self.engine.store.put_many(
-                "assets", app, [((i.item_id,), d) for i, d in zip(items, docs, strict=True)]
-            )
+            self.engine.store.put_many("assets", app, [((i.item_id,), d) for i, d in zip(items, docs, strict=True)])
 
     def put_asset(self, app: str, asset_id: str, raw: bytes) -> ApiResponse:
         body = parse(AssetBody, raw)
         problems = self._asset_problems(body, "")
         if body.id is not None and body.id != asset_id:
-            problems.insert(
-                0, f"'id' must be the asset id of the path, {asset_id!r}, got {body.id!r}"
-            )
+            problems.insert(0, f"'id' must be the asset id of the path, {asset_id!r}, got {body.id!r}")
         if problems:
             raise ValidationError(problems)
-        self._write_assets(
-            app, [{"id": asset_id, **{k: v for k, v in dump(body).items() if k != "id"}}]
-        )
+        self._write_assets(app, [{"id": asset_id, **{k: v for k, v in dump(body).items() if k != "id"}}])
         return ApiResponse(200, None)
 
     def put_assets(self, app: str, raw: bytes) -> ApiResponse:
         body = parse(BulkAssets, raw)
         limit = self.limits.bulk_assets
         if len(body.assets) > limit:
-            raise ValidationError(
-                f"'assets' holds {len(body.assets)} assets; at most {limit} per call"
-            )
+            raise ValidationError(f"'assets' holds {len(body.assets)} assets; at most {limit} per call")
         problems = []
         counts: dict[str, int] = {}
         for i, asset in enumerate(body.assets):
             counts[asset.id] = counts.get(asset.id, 0) + 1
             problems += self._asset_problems(asset, f"assets[{i}].")
-        problems += [
-            f"asset '{a}' appears {n} times in one request" for a, n in counts.items() if n > 1
-        ]
+        problems += [f"asset '{a}' appears {n} times in one request" for a, n in counts.items() if n > 1]
         if problems:
             raise ValidationError(problems)
         self._write_assets(app, [dump(a) for a in body.assets])
@@ -166,9 +152,7 @@ class V1Content:
         counts: dict[str, int] = {}
         for asset_id in ids:
             counts[asset_id] = counts.get(asset_id, 0) + 1
-        problems += [
-            f"asset '{a}' appears {n} times in the view" for a, n in counts.items() if n > 1
-        ]
+        problems += [f"asset '{a}' appears {n} times in the view" for a, n in counts.items() if n > 1]
         if body.path is not None:
             root = path_segments(body.path)
             problems += [
@@ -177,11 +161,7 @@ class V1Content:
                 if not is_under(path_segments(a.path), root)
             ]
         existing = self._asset_docs(app, list(counts))
-        problems += [
-            f"'assets[{i}].asset_id': asset '{a}' not found"
-            for i, a in enumerate(ids)
-            if a not in existing
-        ]
+        problems += [f"'assets[{i}].asset_id': asset '{a}' not found" for i, a in enumerate(ids) if a not in existing]
         try:
             before = self.view_doc(app, view_id)
         except NotFoundError:
@@ -243,11 +223,7 @@ class V1Content:
                     f"query parameter 'limit' must be an integer from 1 to {maximum}, got {text[:50]!r}",
                 )
             limit = parsed
-        entries = [
-            doc
-            for _, doc in self.engine.store.scan("views", app, order="seq")
-            if isinstance(doc, dict)
-        ]
+        entries = [doc for _, doc in self.engine.store.scan("views", app, order="seq") if isinstance(doc, dict)]
         if last is not None:
             ids = [doc.get("id") for doc in entries]
             if last not in ids:

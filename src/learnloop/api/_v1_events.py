@@ -58,11 +58,7 @@ class EventBatch:
 
 def user_doc(user: Any) -> dict[str, str]:
     """The stored form of a v1 user (its type decides calibration; see ``V1Api.calibrate``)."""
-    return {
-        k: v
-        for k, v in {"id": user.id, "type": user.type, "test_cell": user.test_cell}.items()
-        if v is not None
-    }
+    return {k: v for k, v in {"id": user.id, "type": user.type, "test_cell": user.test_cell}.items() if v is not None}
 
 
 class _Views:
@@ -133,13 +129,9 @@ def _check(raw: Any, where: str, views: _Views) -> tuple[list[str], _Accepted | 
         ], None
     exercise = bool(index.scorable[position])
     if isinstance(event, ResponseSubmit) and not exercise:
-        problems.append(
-            f"'{where}': asset '{attrs.asset_id}' is a theory asset; response_submit needs an exercise"
-        )
+        problems.append(f"'{where}': asset '{attrs.asset_id}' is a theory asset; response_submit needs an exercise")
     if isinstance(event, TheoryViewed) and exercise:
-        problems.append(
-            f"'{where}': asset '{attrs.asset_id}' is an exercise; theory_viewed needs a theory asset"
-        )
+        problems.append(f"'{where}': asset '{attrs.asset_id}' is an exercise; theory_viewed needs a theory asset")
     if problems:
         return problems, None
     user_id = internal_id(event.user.id)
@@ -155,14 +147,10 @@ def _check(raw: Any, where: str, views: _Views) -> tuple[list[str], _Accepted | 
     )
 
 
-def prepare_events(
-    engine: Engine, raw_events: Sequence[Any], *, app: str, limit: int
-) -> EventBatch:
+def prepare_events(engine: Engine, raw_events: Sequence[Any], *, app: str, limit: int) -> EventBatch:
     """Validate every event; raises :class:`ValidationError` listing every online failure."""
     if len(raw_events) > limit:
-        raise ValidationError(
-            f"'user_events' holds {len(raw_events)} events; at most {limit} per call"
-        )
+        raise ValidationError(f"'user_events' holds {len(raw_events)} events; at most {limit} per call")
     batch = EventBatch()
     errors: list[str] = []
     views = _Views(engine, app)

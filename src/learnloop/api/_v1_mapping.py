@@ -134,9 +134,7 @@ def asset_to_item(asset: Mapping[str, Any]) -> Item:
     >>> item.item_id, item.scorable, item.content_type, item.tags
     ('q1', False, 'theory', ('content_type:video',))
     """
-    tags = tuple(
-        dict.fromkeys(internal_tag(t["name"], t["value"]) for t in asset.get("tags") or ())
-    )
+    tags = tuple(dict.fromkeys(internal_tag(t["name"], t["value"]) for t in asset.get("tags") or ()))
     return Item(
         item_id=internal_id(asset["id"]),
         display_name=asset["id"],
@@ -180,9 +178,7 @@ def _build_tree(assets: Sequence[Mapping[str, Any]], *, ordered: bool) -> PathNo
                 if last is not None and last[0] == "node" and last[1].segments == prefix:
                     child = last[1]
             else:
-                child = next(
-                    (n for kind, n in node.entries if kind == "node" and n.segments == prefix), None
-                )
+                child = next((n for kind, n in node.entries if kind == "node" and n.segments == prefix), None)
             if child is None:
                 run = runs.get(prefix, 0)
                 runs[prefix] = run + 1
@@ -205,11 +201,11 @@ def _build_tree(assets: Sequence[Mapping[str, Any]], *, ordered: bool) -> PathNo
 
 
 def _topics(node: PathNode, name: str) -> list[Topic]:
-    refs = lambda group: tuple(TopicItemRef(item_id=i, difficulty=d) for i, d in group)
+    def refs(group: Any) -> tuple[TopicItemRef, ...]:
+        return tuple(TopicItemRef(item_id=i, difficulty=d) for i, d in group)
+
     if len(node.entries) == 1 and node.entries[0][0] == "items":
-        return [
-            Topic(topic_id=node.topic_id, display_name=name, item_refs=refs(node.entries[0][1]))
-        ]
+        return [Topic(topic_id=node.topic_id, display_name=name, item_refs=refs(node.entries[0][1]))]
     children: list[str] = []
     below: list[Topic] = []
     groups = 0
@@ -298,10 +294,6 @@ def asset_filter(
             return None
     return Filter(
         include_item_ids=include_items,
-        include_content_types=tuple(dict.fromkeys(asset_types))
-        if asset_types is not None
-        else None,
-        include_tags=tuple(dict.fromkeys(internal_tag(t["name"], t["value"]) for t in tags))
-        if tags
-        else None,
+        include_content_types=tuple(dict.fromkeys(asset_types)) if asset_types is not None else None,
+        include_tags=tuple(dict.fromkeys(internal_tag(t["name"], t["value"]) for t in tags)) if tags else None,
     )

@@ -151,9 +151,7 @@ class TheoryViewed(_Event):
     attributes: TheoryViewedAttributes
 
 
-UserEvent = pydantic.TypeAdapter(
-    Annotated[ResponseSubmit | TheoryViewed, Field(discriminator="type")]
-)
+UserEvent = pydantic.TypeAdapter(Annotated[ResponseSubmit | TheoryViewed, Field(discriminator="type")])
 """Validates one user event (events are validated one by one, see :mod:`learnloop.api.v1`)."""
 
 
@@ -243,18 +241,14 @@ def describe(exc: pydantic.ValidationError, *, prefix: str = "") -> list[str]:
         elif kind == "extra_forbidden":
             out.append(f"'{where}' is not a known field")
         elif kind == "value_error":
-            out.append(
-                f"'{where}' {error['msg'].removeprefix('Value error, ')}, got {_shown(error.get('input'))}"
-            )
+            out.append(f"'{where}' {error['msg'].removeprefix('Value error, ')}, got {_shown(error.get('input'))}")
         else:
             msg = error["msg"]
             out.append(f"'{where}': {msg[0].lower()}{msg[1:]}, got {_shown(error.get('input'))}")
     return out
 
 
-def metadata_problems(
-    metadata: Mapping[str, Any] | None, *, where: str, variability_cap: int | None
-) -> list[str]:
+def metadata_problems(metadata: Mapping[str, Any] | None, *, where: str, variability_cap: int | None) -> list[str]:
     """The problems of a flat metadata object: String or finite Number values only.
 
     With ``variability_cap``, the reserved ``variability`` must be an integer
@@ -266,18 +260,12 @@ def metadata_problems(
     problems = []
     for key, value in (metadata or {}).items():
         if key == "variability" and variability_cap is not None:
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or not 1 <= value <= variability_cap
-            ):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= variability_cap:
                 problems.append(
                     f"'{where}.variability' must be an integer from 1 to {variability_cap}, got {_shown(value)}"
                 )
         elif isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            problems.append(
-                f"'{where}.{key}' must be a String or a Number, got {type(value).__name__}"
-            )
+            problems.append(f"'{where}.{key}' must be a String or a Number, got {type(value).__name__}")
         elif isinstance(value, float) and not math.isfinite(value):
             problems.append(f"'{where}.{key}' must be a finite Number, got {value!r}")
     return problems

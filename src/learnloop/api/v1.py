@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, unquote
@@ -31,8 +30,8 @@ from learnloop._http import (
 )
 from learnloop._types import Clock
 from learnloop.api._v1_content import V1Content
-from learnloop.api._v1_limits import V1Limits
 from learnloop.api._v1_events import prepare_events, record_users, user_doc, write_events
+from learnloop.api._v1_limits import V1Limits
 from learnloop.api._v1_mapping import asset_filter, internal_id, path_problem
 from learnloop.api._v1_models import (
     Fail,
@@ -127,8 +126,7 @@ class V1Api:
         self.engine = engine
         self.api_keys = check_api_keys(api_keys)
         self.key_expiry = {
-            k: (v if v.tzinfo is not None else v.replace(tzinfo=UTC))
-            for k, v in (key_expiry or {}).items()
+            k: (v if v.tzinfo is not None else v.replace(tzinfo=UTC)) for k, v in (key_expiry or {}).items()
         }
         self.clock: Clock = clock or engine.clock
         self.limits = limits or V1Limits()
@@ -152,9 +150,7 @@ class V1Api:
         }
 
     # -- the door -----------------------------------------------------------------------------
-    def _error(
-        self, status: int, problems: list[str], headers: Mapping[str, str] | None = None
-    ) -> ApiResponse:
+    def _error(self, status: int, problems: list[str], headers: Mapping[str, str] | None = None) -> ApiResponse:
         if len(problems) > _MAX_ERRORS:
             problems = [
                 *problems[: _MAX_ERRORS - 1],
@@ -203,9 +199,7 @@ class V1Api:
         if method not in allowed:
             return self._error(
                 405,
-                [
-                    f"method {method[:20]} is not allowed on '{path[:200]}'; use {' or '.join(allowed)}"
-                ],
+                [f"method {method[:20]} is not allowed on '{path[:200]}'; use {' or '.join(allowed)}"],
                 {"Allow": ", ".join(allowed)},
             )
         problems = header_problems(headers)
@@ -259,9 +253,7 @@ class V1Api:
                 odd = [type(v).__name__ for v in values if not isinstance(v, str)]
                 got = f"a {type(value).__name__} holding {odd[0]}" if odd else ""
             if got:
-                wrong.append(
-                    f"query parameter '{str(name)[:100]}' must be a string or a list of strings, got {got}"
-                )
+                wrong.append(f"query parameter '{str(name)[:100]}' must be a string or a list of strings, got {got}")
                 continue
             merged.setdefault(str(name), []).extend(values)
         if wrong:
@@ -282,28 +274,18 @@ class V1Api:
     ) -> tuple[dict[str, Any] | None, bytes]:
         limit = self.limits.request_bytes
         if isinstance(body, (bytes, bytearray, memoryview, str)):
-            size = len(
-                body.encode("utf-8", errors="surrogatepass")
-                if isinstance(body, str)
-                else bytes(body)
-            )
+            size = len(body.encode("utf-8", errors="surrogatepass") if isinstance(body, str) else bytes(body))
             if size > limit:
-                raise Fail(
-                    400, f"the request body is {size} bytes; the limit is {limit} bytes (16 KB)"
-                )
+                raise Fail(400, f"the request body is {size} bytes; the limit is {limit} bytes (16 KB)")
         if method not in ("PUT", "POST"):
             # a body of GET or DELETE is not read (beyond the size limit)
             if isinstance(body, Mapping):
                 try:
-                    size = len(
-                        json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-                    )
+                    size = len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
                 except (TypeError, ValueError, RecursionError):
                     size = 0
                 if size > limit:
-                    raise Fail(
-                        400, f"the request body is {size} bytes; the limit is {limit} bytes (16 KB)"
-                    )
+                    raise Fail(400, f"the request body is {size} bytes; the limit is {limit} bytes (16 KB)")
             return None, b""
         content_type = header(headers, "Content-Type")
         media_type = None if content_type is None else content_type.split(";")[0].strip().lower()
@@ -314,9 +296,7 @@ class V1Api:
         except BodyError as exc:
             raise Fail(400, str(exc)) from None
         if len(raw) > limit:
-            raise Fail(
-                400, f"the request body is {len(raw)} bytes; the limit is {limit} bytes (16 KB)"
-            )
+            raise Fail(400, f"the request body is {len(raw)} bytes; the limit is {limit} bytes (16 KB)")
         if decoded is None:
             return decoded, raw
         try:
@@ -333,9 +313,7 @@ class V1Api:
     # -- real time --------------------------------------------------------------------------------
     def _user_events(self, app: str, raw: bytes) -> ApiResponse:
         body = parse(UserEventsRequest, raw)
-        batch = prepare_events(
-            self.engine, body.user_events, app=app, limit=self.limits.events_per_call
-        )
+        batch = prepare_events(self.engine, body.user_events, app=app, limit=self.limits.events_per_call)
         with self.engine.atomic():
             write_events(self.engine, batch, app=app)
         return ApiResponse(200, {"duplicate_events": batch.duplicates, "warnings": batch.warnings})
@@ -343,9 +321,7 @@ class V1Api:
     def _mask(self, app: str, view: dict[str, Any], flt: Any) -> np.ndarray:
         catalog_id = internal_id(view["id"])
         tags = [dump(t) for t in flt.tags] if flt.tags is not None else None
-        compiled = asset_filter(
-            view["assets"], asset_types=flt.asset_types, paths=flt.paths, tags=tags
-        )
+        compiled = asset_filter(view["assets"], asset_types=flt.asset_types, paths=flt.paths, tags=tags)
         mask = self.engine.filter_mask(catalog_id, compiled, app=app)
         return mask if compiled is not None else np.zeros_like(mask)
 
@@ -358,9 +334,7 @@ class V1Api:
         view = self._content.view_doc(app, body.view_id)
         catalog_id = internal_id(body.view_id)
         self._mask(app, view, body.filter)
-        batch = prepare_events(
-            self.engine, body.user_events or (), app=app, limit=self.limits.events_per_call
-        )
+        batch = prepare_events(self.engine, body.user_events or (), app=app, limit=self.limits.events_per_call)
         user_id = internal_id(body.user.id)
         with self.engine.atomic():
             write_events(self.engine, batch, app=app)
@@ -378,9 +352,7 @@ class V1Api:
             position = index.position(s.item_id)
             kind = "exercise" if position is not None and index.scorable[position] else "theory"
             data.append({"asset_id": original.get(s.item_id, s.item_id), "asset_type": kind})
-        return ApiResponse(
-            200, {"data": data, "duplicate_events": batch.duplicates, "warnings": batch.warnings}
-        )
+        return ApiResponse(200, {"data": data, "duplicate_events": batch.duplicates, "warnings": batch.warnings})
 
     @staticmethod
     def _status(status: Any) -> dict[str, float]:
@@ -394,9 +366,7 @@ class V1Api:
         body = parse(UserFilterStatusRequest, raw)
         view = self._content.view_doc(app, body.view_id)
         masks = [self._mask(app, view, f) for f in body.filters]
-        statuses = self.engine.status_v1(
-            internal_id(body.user_id), internal_id(body.view_id), masks, app=app
-        )
+        statuses = self.engine.status_v1(internal_id(body.user_id), internal_id(body.view_id), masks, app=app)
         return ApiResponse(200, {"data": [self._status(s) for s in statuses]})
 
     def _user_status(self, app: str, params: dict[str, list[str]]) -> ApiResponse:
@@ -434,14 +404,10 @@ class V1Api:
             if isinstance(doc, dict) and doc.get("type") == "tester"
         ]
 
-    def calibrate(
-        self, view_id: str, *, app: str = "default", **options: Any
-    ) -> dict[str, dict[str, float]]:
+    def calibrate(self, view_id: str, *, app: str = "default", **options: Any) -> dict[str, dict[str, float]]:
         """Calibrate the difficulty of a view's exercises from its events, testers left out.
 
         ``options`` go to :meth:`Engine.calibrate` (``model``, ``min_responses``, ...).
         """
         self._content.view_doc(app, view_id)
-        return self.engine.calibrate(
-            internal_id(view_id), exclude_users=self.testers(app=app), app=app, **options
-        )
+        return self.engine.calibrate(internal_id(view_id), exclude_users=self.testers(app=app), app=app, **options)

@@ -129,8 +129,7 @@ def validate_catalog(catalog: Catalog, known_item_ids: Iterable[str] | Mapping[s
             seen_items.add(ref.item_id)
             if ref.difficulty is not None and not 0.0 <= ref.difficulty <= 1.0:
                 problems.append(
-                    f"topic '{tid}': difficulty of item '{ref.item_id}' must be within 0..1, "
-                    f"got {ref.difficulty}"
+                    f"topic '{tid}': difficulty of item '{ref.item_id}' must be within 0..1, got {ref.difficulty}"
                 )
         if topic.item_refs and topic.child_topic_refs:
             problems.append(f"topic '{tid}': holds both item_refs and child_topic_refs")

@@ -54,11 +54,7 @@ def compile_filter(index: CatalogIndex, flt: Filter | None) -> BoolArray:
     mask = np.ones(n, dtype=bool)
     if flt is None:
         return mask
-    unknown = [
-        t
-        for t in (flt.include_topic_ids or ()) + (flt.exclude_topic_ids or ())
-        if t not in index.topic_index
-    ]
+    unknown = [t for t in (flt.include_topic_ids or ()) + (flt.exclude_topic_ids or ()) if t not in index.topic_index]
     if unknown:
         raise ValidationError(
             [f"filter: unknown topic '{t}' in catalog '{index.catalog_id}'" for t in dict.fromkeys(unknown)]

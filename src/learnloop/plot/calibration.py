@@ -78,14 +78,29 @@ def reliability_diagram(
     bins = reliability_bins(y, p, n_bins=n_bins)
     ax = axes(ax, figsize=(5.0, 5.0))
     if not any(line.get_gid() == "diagonal" for line in ax.lines):
-        ax.plot([0.0, 1.0], [0.0, 1.0], linestyle=":", color="grey", linewidth=1, label="perfectly calibrated", gid="diagonal")
+        ax.plot(
+            [0.0, 1.0],
+            [0.0, 1.0],
+            linestyle=":",
+            color="grey",
+            linewidth=1,
+            label="perfectly calibrated",
+            gid="diagonal",
+        )
         if show_counts:
             width = 1.0 / n_bins
             share = np.zeros(n_bins)
             edges = np.minimum((bins.predicted * n_bins).astype(np.intp), n_bins - 1)
             share[edges] = bins.count / bins.count.sum()
-            ax.bar(np.arange(n_bins) * width, share, width=width, align="edge", color="grey", alpha=0.2,
-                   label="share of predictions")
+            ax.bar(
+                np.arange(n_bins) * width,
+                share,
+                width=width,
+                align="edge",
+                color="grey",
+                alpha=0.2,
+                label="share of predictions",
+            )
     name = f"ECE {bins.ece:.3f}" if label is None else f"{label} (ECE {bins.ece:.3f})"
     ax.plot(bins.predicted, bins.observed, marker="o", label=name)
     ax.set_xlim(0.0, 1.0)

@@ -115,12 +115,22 @@ def topic_graph(
     for topic in nodes:
         value = None if mastery is None else mastery.get(topic)
         values.append("lightgrey" if value is None or np.isnan(value) else colours(float(np.clip(value, 0.0, 1.0))))
-    nx.draw_networkx_nodes(hierarchy, pos, nodelist=nodes, node_color=values, edgecolors="black", linewidths=0.5,
-                           node_size=500, ax=ax)
+    nx.draw_networkx_nodes(
+        hierarchy, pos, nodelist=nodes, node_color=values, edgecolors="black", linewidths=0.5, node_size=500, ax=ax
+    )
     nx.draw_networkx_edges(hierarchy, pos, edge_color="grey", arrows=False, ax=ax)
     if prerequisites and needs.number_of_edges():
-        nx.draw_networkx_edges(needs, pos, edge_color="tab:blue", style="dashed", arrows=True, arrowstyle="-|>",
-                               connectionstyle="arc3,rad=0.25", node_size=500, ax=ax)
+        nx.draw_networkx_edges(
+            needs,
+            pos,
+            edge_color="tab:blue",
+            style="dashed",
+            arrows=True,
+            arrowstyle="-|>",
+            connectionstyle="arc3,rad=0.25",
+            node_size=500,
+            ax=ax,
+        )
     if labels:
         shifted = {t: (x, y - 0.18) for t, (x, y) in pos.items()}
         nx.draw_networkx_labels(hierarchy, shifted, font_size=8, verticalalignment="top", ax=ax)

@@ -120,9 +120,7 @@ class LearnPolicy(Policy):
             return None
         index = view.index
         candidates = _without(eligible, previous)
-        mastered = view.mastered(
-            threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak
-        )
+        mastered = view.mastered(threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak)
         needs = required_prerequisites(index)
         ready_topic = ready_topics(index, mastered)
         ready = candidates & ready_topic[index.item_topic]

@@ -24,9 +24,7 @@ from learnloop.recommend.view import LearnerView
 __all__ = ["administered_positions", "eligible_positions", "session_step"]
 
 
-def eligible_positions(
-    session: SessionState, mask: BoolArray, constraint_masks: Sequence[BoolArray]
-) -> BoolArray:
+def eligible_positions(session: SessionState, mask: BoolArray, constraint_masks: Sequence[BoolArray]) -> BoolArray:
     """Positions of ``mask`` still allowed by the session's constraints.
 
     A constraint ``max_recommendations`` of value v allows floor(v)

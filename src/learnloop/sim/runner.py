@@ -160,13 +160,27 @@ def run_session(
         stamp = format_timestamp(now)
         if index.is_theory[position]:
             learner.view_theory(position, now)
-            events = [{"type": "view_theory", "timestamp": stamp, "recommendation_context": rec.recommendation_context,
-                       "fraction_completed": 1.0, "time_spent_ms": int(seconds_per_step * 1000)}]
+            events = [
+                {
+                    "type": "view_theory",
+                    "timestamp": stamp,
+                    "recommendation_context": rec.recommendation_context,
+                    "fraction_completed": 1.0,
+                    "time_spent_ms": int(seconds_per_step * 1000),
+                }
+            ]
             score = None
         else:
             score = learner.respond(position, now, feedback=mode != "assess")
-            events = [{"type": "attempt", "timestamp": stamp, "recommendation_context": rec.recommendation_context,
-                       "score": score, "time_spent_ms": int(seconds_per_step * 1000)}]
+            events = [
+                {
+                    "type": "attempt",
+                    "timestamp": stamp,
+                    "recommendation_context": rec.recommendation_context,
+                    "score": score,
+                    "time_spent_ms": int(seconds_per_step * 1000),
+                }
+            ]
         trace.item_ids.append(rec.item_id)
         trace.topic_ids.append(rec.topic_id)
         trace.reasons.append(rec.reason.keyword)

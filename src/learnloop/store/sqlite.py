@@ -30,9 +30,7 @@ _UNORDERED = frozenset({"events", "learners"})
 class SQLiteStore:
     """A :class:`~learnloop.store.base.Store` in one SQLite file (``":memory:"`` works too)."""
 
-    def __init__(
-        self, path: str | PathLike[str], *, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
-    ) -> None:
+    def __init__(self, path: str | PathLike[str], *, synchronous: Literal["NORMAL", "FULL"] = "NORMAL") -> None:
         self.path = str(path)
         self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
@@ -139,8 +137,7 @@ class SQLiteStore:
                 firsts = [params[0] for params in wanted[at : at + _CHUNK]]
                 marks = ", ".join("?" * len(firsts))
                 rows = self._conn.execute(
-                    f"SELECT k1, v FROM {table} WHERE app = ? AND k1 IN ({marks}) "
-                    "AND k2 = '' AND k3 = '' AND k4 = ''",
+                    f"SELECT k1, v FROM {table} WHERE app = ? AND k1 IN ({marks}) AND k2 = '' AND k3 = '' AND k4 = ''",
                     (app, *firsts),
                 ).fetchall()
                 for k1, blob in rows:
@@ -182,9 +179,9 @@ class SQLiteStore:
     def count(self, table: str, app: str, prefix: Key = ()) -> int:
         clause, params = self._where_prefix(table, prefix)
         with self._lock:
-            return self._conn.execute(
-                f"SELECT COUNT(*) FROM {table} WHERE app = ?{clause}", (app, *params)
-            ).fetchone()[0]
+            return self._conn.execute(f"SELECT COUNT(*) FROM {table} WHERE app = ?{clause}", (app, *params)).fetchone()[
+                0
+            ]
 
     # -- writes ---------------------------------------------------------------------
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:

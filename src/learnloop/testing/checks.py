@@ -197,7 +197,9 @@ def session_violations(run: SessionRun) -> list[str]:
             if position is None:
                 problems.append(f"{where}: item '{rec.item_id}' is not in topic '{rec.topic_id}' of the catalog")
             elif not run.filter_mask[position]:
-                problems.append(f"{where}: item '{rec.item_id}' in topic '{rec.topic_id}' does not match the session filter")
+                problems.append(
+                    f"{where}: item '{rec.item_id}' in topic '{rec.topic_id}' does not match the session filter"
+                )
             if rec.reason.keyword not in REASON_KEYWORDS:
                 problems.append(f"{where}: reason keyword {rec.reason.keyword!r} is not one of the contract's")
             if position is not None:
@@ -217,9 +219,16 @@ def session_violations(run: SessionRun) -> list[str]:
         proficiency = step.user_status.proficiency
         expected: list[str] = []
         if conditions is not None:
-            if conditions.max_proficiency is not None and proficiency is not None and proficiency >= conditions.max_proficiency:
+            if (
+                conditions.max_proficiency is not None
+                and proficiency is not None
+                and proficiency >= conditions.max_proficiency
+            ):
                 expected.append("max_proficiency")
-            if conditions.max_interaction_count is not None and status.interaction_count >= conditions.max_interaction_count:
+            if (
+                conditions.max_interaction_count is not None
+                and status.interaction_count >= conditions.max_interaction_count
+            ):
                 expected.append("max_interaction_count")
             if conditions.max_duration_ms is not None and status.duration_ms >= conditions.max_duration_ms:
                 expected.append("max_duration_ms")

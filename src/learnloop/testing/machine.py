@@ -176,7 +176,9 @@ class SessionMachine(RuleBasedStateMachine):
                 used + int(bool(mask[position]))
                 for used, mask in zip(before.constraint_counts, session.constraint_masks, strict=True)
             )
-            assert after.constraint_counts == counts, f"{where}: constraint counts {after.constraint_counts} != {counts}"
+            assert after.constraint_counts == counts, (
+                f"{where}: constraint counts {after.constraint_counts} != {counts}"
+            )
             assert after.recommendation_count == before.recommendation_count + 1, where
             assert (after.last_item, after.last_topic) == (rec.item_id, rec.topic_id), where
         status = step.session_status

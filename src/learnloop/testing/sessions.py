@@ -99,7 +99,9 @@ def matching_filters(draw: st.DrawFn, catalog: Catalog, items: Sequence[Item] | 
 
 
 @st.composite
-def stopping_conditions(draw: st.DrawFn, *, max_interactions: int = 20, max_duration_ms: int = 36_000_000) -> StoppingConditions:
+def stopping_conditions(
+    draw: st.DrawFn, *, max_interactions: int = 20, max_duration_ms: int = 36_000_000
+) -> StoppingConditions:
     """Any mix of the three stopping conditions (none of them, too).
 
     >>> from hypothesis import find

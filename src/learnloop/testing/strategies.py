@@ -160,9 +160,7 @@ def catalogs(
     refs: dict[int, list[TopicItemRef]] = {}
     for k in leaves:
         chosen = draw(st.lists(st.sampled_from(list(item_ids)), max_size=max_refs_per_topic, unique=True))
-        refs[k] = [
-            TopicItemRef(item_id=i, difficulty=draw(st.none() | _unit)) for i in chosen
-        ]
+        refs[k] = [TopicItemRef(item_id=i, difficulty=draw(st.none() | _unit)) for i in chosen]
     if not any(refs.values()):  # a catalog needs at least one item
         refs[leaves[0]] = [TopicItemRef(item_id=draw(st.sampled_from(list(item_ids))))]
     rank = draw(st.permutations(range(n)))
@@ -186,9 +184,7 @@ def catalogs(
 
 
 @st.composite
-def content(
-    draw: st.DrawFn, *, max_items: int = 10, max_topics: int = 8
-) -> tuple[list[Item], Catalog]:
+def content(draw: st.DrawFn, *, max_items: int = 10, max_topics: int = 8) -> tuple[list[Item], Catalog]:
     """An item database and a valid catalog over (some of) its items.
 
     >>> from hypothesis import find

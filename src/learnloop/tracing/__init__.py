@@ -21,8 +21,8 @@ from .forgetting import (
     recall_probability,
 )
 from .irt import (
-    AbilityEstimate,
     B_LIMIT,
+    AbilityEstimate,
     b_to_difficulty,
     difficulty_to_b,
     estimate_ability,

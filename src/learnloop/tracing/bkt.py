@@ -325,10 +325,14 @@ class BKT:
         prm[3] = rng.uniform(0.02, self.max_slip, (r, n_skills))
         prm[4] = rng.uniform(0.0, 0.1, (r, n_skills)) if self.fit_forget else 0.0
         # the first restart starts from a conventional point
-        prm[:, 0, :] = np.array([0.4, 0.15, min(0.2, self.max_guess), min(0.1, self.max_slip), 0.05 if self.fit_forget else 0.0])[:, None]
+        prm[:, 0, :] = np.array(
+            [0.4, 0.15, min(0.2, self.max_guess), min(0.1, self.max_slip), 0.05 if self.fit_forget else 0.0]
+        )[:, None]
         return prm
 
-    def _m_step(self, acc_k: FloatArray, n_seq_k: FloatArray, obs_k: FloatArray, n_obs_k: FloatArray, prm: FloatArray) -> FloatArray:
+    def _m_step(
+        self, acc_k: FloatArray, n_seq_k: FloatArray, obs_k: FloatArray, n_obs_k: FloatArray, prm: FloatArray
+    ) -> FloatArray:
         g0, sg, sgo, sgt, x_uk, x_ku, n_tr = acc_k
         with np.errstate(invalid="ignore", divide="ignore"):
             prior = g0 / n_seq_k

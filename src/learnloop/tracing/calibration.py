@@ -59,7 +59,14 @@ class Calibration:
 
 
 def _m_step_objective(
-    params: FloatArray, r: FloatArray, n: FloatArray, nodes: FloatArray, b0: FloatArray, b_prec: float, a_prec: float, two_pl: bool
+    params: FloatArray,
+    r: FloatArray,
+    n: FloatArray,
+    nodes: FloatArray,
+    b0: FloatArray,
+    b_prec: float,
+    a_prec: float,
+    two_pl: bool,
 ) -> tuple[float, FloatArray]:
     n_items = b0.size
     b = params[:n_items]
@@ -148,7 +155,9 @@ def calibrate(
             total = dens.sum(axis=1, keepdims=True)
             new_post = dens / total
             value = float((np.log(total) + peak).sum())
-            value -= 0.5 * b_prec * float(((b - b0) ** 2).sum()) + (0.5 * a_prec * float((log_a**2).sum()) if two_pl else 0.0)
+            value -= 0.5 * b_prec * float(((b - b0) ** 2).sum()) + (
+                0.5 * a_prec * float((log_a**2).sum()) if two_pl else 0.0
+            )
             r = right_t @ new_post
             n = count_t @ new_post
             start = np.concatenate([b, log_a]) if two_pl else b

@@ -183,9 +183,7 @@ class LearnerState:
                 n_events=int(z["n_events"]),
             )
 
-    def remap(
-        self, *, item_map: ArrayLike, n_items: int, topic_map: ArrayLike, n_topics: int
-    ) -> LearnerState:
+    def remap(self, *, item_map: ArrayLike, n_items: int, topic_map: ArrayLike, n_topics: int) -> LearnerState:
         """Carry the state over to a changed catalog.
 
         ``item_map[old] = new`` position (-1: removed) and likewise ``topic_map``;
@@ -446,7 +444,12 @@ class LearnerModel:
         return recall_probability(state.memory[:, _STAB], elapsed)
 
     def status(
-        self, state: LearnerState, mask: ArrayLike, *, p_correct: FloatArray | None = None, previous_display: float | None = None
+        self,
+        state: LearnerState,
+        mask: ArrayLike,
+        *,
+        p_correct: FloatArray | None = None,
+        previous_display: float | None = None,
     ) -> Status:
         """All status figures over the items selected by a boolean ``mask``.
 
