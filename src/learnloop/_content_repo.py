@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from learnloop._lru import LRUCache
 from learnloop._options import LearnerOptions
 from learnloop._tracking import CatalogModel
 from learnloop._types import BoolArray
@@ -57,7 +57,7 @@ class ContentRepository:
         # (app, catalog_id) -> (content version, compiled index)
         self._indexes: dict[tuple[str, str], tuple[int, CatalogIndex]] = {}
         self._models: dict[tuple[str, str], tuple[Any, int, CatalogModel]] = {}
-        self._masks: OrderedDict[tuple[str, str, str, str], BoolArray] = OrderedDict()
+        self._masks: LRUCache[tuple[str, str, str, str], BoolArray] = LRUCache(max_items=1024)
 
     def clear_caches(self) -> None:
         """Drop every compiled form (after a rolled-back transaction)."""
@@ -208,15 +208,9 @@ class ContentRepository:
 
     def mask(self, app: str, model: CatalogModel, flt: Filter | None) -> BoolArray:
         key = (app, model.index.catalog_id, model.fingerprint, _filter_key(flt))
-        with self._cache_lock:
-            mask = self._masks.get(key)
-            if mask is not None:
-                self._masks.move_to_end(key)
-                return mask
-        mask = compile_filter(model.index, flt)
-        mask.setflags(write=False)
-        with self._cache_lock:
-            self._masks[key] = mask
-            while len(self._masks) > 1024:
-                self._masks.popitem(last=False)
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = compile_filter(model.index, flt)
+            mask.setflags(write=False)
+            self._masks.put(key, mask)
         return mask

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -21,6 +19,7 @@ import numpy as np
 
 from learnloop._content_repo import ContentRepository
 from learnloop._learners import ContextEvents, Learners, _contextual
+from learnloop._lru import LRUCache
 from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
@@ -68,8 +67,7 @@ class Sessions:
         self.clock = clock
         self.seed = seed
         self.policies = policies
-        self._specs: OrderedDict[tuple[str, str], SessionSpec] = OrderedDict()
-        self._leaf_lock = threading.Lock()  # guards _specs; never held while calling out
+        self._specs: LRUCache[tuple[str, str], SessionSpec] = LRUCache(max_items=4096)
         self._signer = ContextSigner(secret if secret is not None else self._stored_secret())
 
     # -- plumbing -------------------------------------------------------------------
@@ -181,14 +179,10 @@ class Sessions:
         doc = self.store.get("sessions", app, (session_id,))
         if doc is None:
             raise ContextError("stale session context: the session no longer exists")
-        with self._leaf_lock:
-            spec = self._specs.get((app, session_id))
-        state = SessionState.from_doc(dict(doc), spec=spec)  # type: ignore[arg-type]
+        spec = self._specs.get((app, session_id))
+        state = SessionState.from_doc(dict(json_doc(doc)), spec=spec)
         if spec is None:
-            with self._leaf_lock:
-                self._specs[(app, session_id)] = state.spec
-                while len(self._specs) > 4096:
-                    self._specs.popitem(last=False)
+            self._specs.put((app, session_id), state.spec)
         return state
 
     def _session_rng(self, app: str, session: SessionState, n_events: int) -> np.random.Generator:

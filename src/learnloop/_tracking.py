@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -34,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from learnloop._lru import LRUCache
 from learnloop.content import CatalogIndex
 from learnloop.events import Interaction, format_timestamp
 from learnloop.store import Store
@@ -201,42 +200,26 @@ class Tracker:
             raise ValueError(f"cache_bytes must be non-negative, got {cache_bytes}")
         self.store = store
         self.cache_bytes = cache_bytes
-        self._cache: OrderedDict[tuple[str, str, str], _Cached] = OrderedDict()
-        self._nbytes = 0
-        self._lock = threading.Lock()  # guards the cache only; never held while calling out
+        self._cache: LRUCache[tuple[str, str, str], _Cached] = LRUCache(
+            max_bytes=cache_bytes, sizeof=lambda entry: entry.nbytes
+        )
 
     # -- the cache ------------------------------------------------------------------
     def _get(self, key: tuple[str, str, str]) -> _Cached | None:
-        with self._lock:
-            return self._cache.get(key)
+        return self._cache.get(key)
 
     def _remember(self, key: tuple[str, str, str], entry: _Cached) -> None:
-        if entry.revision == 0:
-            return
-        size = entry.nbytes
-        with self._lock:
-            old = self._cache.pop(key, None)
-            if old is not None:
-                self._nbytes -= old.nbytes
-            if size > self.cache_bytes:
-                return
-            self._cache[key] = entry
-            self._nbytes += size
-            while self._nbytes > self.cache_bytes and self._cache:
-                _, evicted = self._cache.popitem(last=False)
-                self._nbytes -= evicted.nbytes
+        if entry.revision != 0:  # learners without events share one empty entry, never cached
+            self._cache.put(key, entry)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the cached learner states (their arrays and checkpoints)."""
-        with self._lock:
-            return self._nbytes
+        return self._cache.nbytes
 
     def forget(self) -> None:
         """Drop the in-process cache (after a rolled-back transaction)."""
-        with self._lock:
-            self._cache.clear()
-            self._nbytes = 0
+        self._cache.clear()
 
     # -- reading ----------------------------------------------------------------------
     def history(self, app: str, user: str, catalog: str, after: float = -math.inf) -> list[Interaction]:

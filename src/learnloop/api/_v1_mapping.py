@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from learnloop._types import IDENTIFIER_PATTERN
 from learnloop.content import Catalog, Filter, Item, Topic, TopicItemRef, TopicRef
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
     "view_to_catalog",
 ]
 
-_IDENTIFIER = re.compile(r"[a-zA-Z0-9_\-:]{1,128}")
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 _SIMPLE = re.compile(r"[a-zA-Z0-9_\-]+")
 
 

@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from learnloop._validation import describe_validation_error
+from learnloop._validation import shown as _shown
 from learnloop.api._v1_mapping import path_problem
 from learnloop.events import TimeSpentMs, parse_timestamp
 
@@ -208,44 +210,12 @@ class UserFilterStatusRequest(BaseModel):
 
 # -- messages ---------------------------------------------------------------------------------
 
-_TAGS = {"response_submit", "theory_viewed"}
-
-
-def _where(prefix: str, loc: tuple[int | str, ...]) -> str:
-    out = prefix
-    for part in loc:
-        if isinstance(part, str) and (part in _TAGS or part.startswith("function-")):
-            continue
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
-    return out or "body"
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, (dict, list)):
-        return type(value).__name__
-    try:
-        shown = repr(value)
-    except ValueError:  # an integer longer than Python converts to text
-        return "an integer too long to show"
-    return shown if len(shown) <= 60 else shown[:57] + "..."
+_TAGS = frozenset({"response_submit", "theory_viewed"})
 
 
 def describe(exc: pydantic.ValidationError, *, prefix: str = "") -> list[str]:
     """One message per problem, each naming its field (``prefix`` goes in front)."""
-    out = []
-    for error in exc.errors(include_url=False):
-        where = _where(prefix, tuple(error["loc"]))
-        kind = error["type"]
-        if kind == "missing":
-            out.append(f"'{where}' is required")
-        elif kind == "extra_forbidden":
-            out.append(f"'{where}' is not a known field")
-        elif kind == "value_error":
-            out.append(f"'{where}' {error['msg'].removeprefix('Value error, ')}, got {_shown(error.get('input'))}")
-        else:
-            msg = error["msg"]
-            out.append(f"'{where}': {msg[0].lower()}{msg[1:]}, got {_shown(error.get('input'))}")
-    return out
+    return describe_validation_error(exc, prefix=prefix, skip=_TAGS, dialect="v1")
 
 
 def metadata_problems(metadata: Mapping[str, Any] | None, *, where: str, variability_cap: int | None) -> list[str]:

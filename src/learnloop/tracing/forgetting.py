@@ -64,6 +64,11 @@ def as_epoch_seconds(timestamp: datetime | float | int) -> float:
     return float(timestamp)
 
 
+def _recall(stability: float, elapsed_days: float) -> float:
+    """The forgetting curve for one memory (the scalar form of :func:`recall_probability`)."""
+    return float((1.0 + _FACTOR * max(elapsed_days, 0.0) / stability) ** -0.5)
+
+
 def recall_probability(stability: ArrayLike, elapsed_days: ArrayLike) -> FloatArray:
     """R(t, S) element-wise; NaN stability (never reviewed) gives NaN.
 
@@ -144,7 +149,7 @@ class MemoryModel:
             return Memory(stability=w[g - 1], difficulty=self._d0(g), last_review=now, reviews=1, lapses=int(g == 1))
         elapsed = max(0.0, now - memory.last_review) / DAY_SECONDS
         s, d = memory.stability, memory.difficulty
-        r = (1.0 + _FACTOR * elapsed / s) ** -0.5
+        r = _recall(s, elapsed)
         if g == 1:
             new_s = w[11] * d ** -w[12] * ((s + 1.0) ** w[13] - 1.0) * math.exp(w[14] * (1.0 - r))
             new_s = min(new_s, s)
@@ -176,7 +181,7 @@ class MemoryModel:
     def recall(self, memory: Memory, timestamp: datetime | float) -> float:
         """Predicted probability of recall at ``timestamp``."""
         elapsed = max(0.0, as_epoch_seconds(timestamp) - memory.last_review) / DAY_SECONDS
-        return float((1.0 + _FACTOR * elapsed / memory.stability) ** -0.5)
+        return _recall(memory.stability, elapsed)
 
     @staticmethod
     def recall_many(stability: ArrayLike, last_review: ArrayLike, timestamp: datetime | float) -> FloatArray:

@@ -57,9 +57,7 @@ def default_model_dir() -> Path:
     try:
         import pocketsphinx
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "pronunciation scoring needs the 'voice' extra: pip install 'learnloop[voice]'"
-        ) from exc
+        raise ImportError("pronunciation scoring needs the 'voice' extra: pip install 'learnloop[voice]'") from exc
     return Path(pocketsphinx.get_model_path()) / "en-us" / "en-us"
 
 
@@ -166,8 +164,8 @@ def _read_mdef(path: Path) -> _Mdef:
         raise ModelFileError(f"{path} is not a binary model definition (BMDF) file")
     (_version, desc_len) = struct.unpack_from(e + "2i", data, 4)
     pos = 12 + desc_len
-    (n_ci, n_phone, n_emit, n_ci_sen, n_sen, _n_tmat, n_sseq, _n_ctx, n_tree, sil) = (
-        struct.unpack_from(e + "10i", data, pos)
+    (n_ci, n_phone, n_emit, n_ci_sen, n_sen, _n_tmat, n_sseq, _n_ctx, n_tree, sil) = struct.unpack_from(
+        e + "10i", data, pos
     )
     pos += 40
     start = pos

@@ -197,8 +197,6 @@ def align(
         if unit.word >= 0:
             variants[unit.word] = unit.variant
         aligned.append(
-            AlignedPhone(
-                unit.phone, unit.word, unit.index, int(a), int(b), float(frame_ll[a:b].sum()), unit.pid
-            )
+            AlignedPhone(unit.phone, unit.word, unit.index, int(a), int(b), float(frame_ll[a:b].sum()), unit.pid)
         )
     return Alignment(tuple(aligned), tuple(variants), float(final_scores[k]), n_frames)

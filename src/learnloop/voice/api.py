@@ -150,7 +150,9 @@ class VoiceApi:
             out.append(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
         return out
 
-    def _single(self, form: Mapping[str, FormValue], name: str, problems: list[str], *, required: bool = True) -> str | None:
+    def _single(
+        self, form: Mapping[str, FormValue], name: str, problems: list[str], *, required: bool = True
+    ) -> str | None:
         values = self._values(form, name)
         if not values or not values[0].strip():
             if required:
@@ -161,7 +163,9 @@ class VoiceApi:
             return None
         return values[0]
 
-    def _audio_request(self, form: Mapping[str, FormValue], files: Mapping[str, bytes], *, multi: bool) -> tuple[list[str], bytes]:
+    def _audio_request(
+        self, form: Mapping[str, FormValue], files: Mapping[str, bytes], *, multi: bool
+    ) -> tuple[list[str], bytes]:
         problems: list[str] = []
         dialect = self._single(form, "dialect", problems)
         if dialect is not None and dialect.strip().lower() not in _DIALECTS:

@@ -33,9 +33,7 @@ def _av():  # type: ignore[no-untyped-def]
     try:
         import av
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "decoding audio needs the 'voice' extra: pip install 'learnloop[voice]'"
-        ) from exc
+        raise ImportError("decoding audio needs the 'voice' extra: pip install 'learnloop[voice]'") from exc
     return av
 
 
@@ -65,9 +63,7 @@ def decode_audio(data: bytes, *, max_seconds: float = MAX_AUDIO_SECONDS) -> tupl
     try:
         kind = _CONTAINERS.get(container.format.name)
         if kind is None:
-            raise AudioError(
-                f"unsupported audio container '{container.format.name}': use wav, mp3 or webm"
-            )
+            raise AudioError(f"unsupported audio container '{container.format.name}': use wav, mp3 or webm")
         if not container.streams.audio:
             raise AudioError("the file holds no audio stream")
         resampler = av.AudioResampler(format="s16", layout="mono", rate=_SAMPLE_RATE)

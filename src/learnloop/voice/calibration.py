@@ -165,9 +165,7 @@ def score_band(score: int) -> str:
     return "D"
 
 
-def _pair_statistics(
-    phones: Sequence[str], llrs: np.ndarray, *, prior: float
-) -> tuple[np.ndarray, np.ndarray]:
+def _pair_statistics(phones: Sequence[str], llrs: np.ndarray, *, prior: float) -> tuple[np.ndarray, np.ndarray]:
     """Mean and sd of ``llr[q]`` per target phone, shrunk towards the all-target average."""
     llrs = np.asarray(llrs, dtype=np.float64)
     grand_mean = llrs.mean(axis=0)

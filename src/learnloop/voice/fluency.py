@@ -96,9 +96,7 @@ def assess(
             syllables_per_word[w] / ((b - a) * FRAME_MS / 1000.0) for w, (a, b) in word_spans.items() if b > a
         ]
         cv = float(np.std(word_rates) / np.mean(word_rates)) if len(word_rates) >= 3 else 0.0
-        measures.update(
-            articulation_rate=rate, pauses=len(pauses), hesitations=len(holds), rate_variation=cv
-        )
+        measures.update(articulation_rate=rate, pauses=len(pauses), hesitations=len(holds), rate_variation=cv)
         if rate < SLOW_SYLLABLES_PER_SECOND:
             fluency.append(_explain("slow", rate=rate))
             fluency_score -= int(round(min(40.0, 40.0 * (SLOW_SYLLABLES_PER_SECOND - rate) / 1.5)))

@@ -66,7 +66,7 @@ def letters_to_sound(word: str) -> list[str]:
         nxt = w[i + 1] if i + 1 < len(w) else ""
         after = w[i + 2] if i + 2 < len(w) else ""
         # A final silent 'e' after consonant(s), when the word has another vowel.
-        if ch == "e" and i == len(w) - 1 and i > 0 and any(c in _VOWEL_LETTERS for c in w[:i - 1]):
+        if ch == "e" and i == len(w) - 1 and i > 0 and any(c in _VOWEL_LETTERS for c in w[: i - 1]):
             break
         # Soft c and g before e, i, y.
         if ch in "cg" and nxt in ("e", "i", "y") and nxt:
@@ -86,7 +86,11 @@ def letters_to_sound(word: str) -> list[str]:
         for size in range(min(_MAX_GRAPHEME, len(w) - i), 0, -1):
             phones = _GRAPHEMES.get(w[i : i + size])
             if phones is not None:
-                if not out or out[-1:] != phones[:1] or phones[0] not in _VOICELESS | {"B", "D", "G", "L", "M", "N", "R", "Z"}:
+                if (
+                    not out
+                    or out[-1:] != phones[:1]
+                    or phones[0] not in _VOICELESS | {"B", "D", "G", "L", "M", "N", "R", "Z"}
+                ):
                     out.extend(phones)
                 else:  # a doubled consonant letter is one sound
                     out.extend(phones[1:])

@@ -20,12 +20,8 @@ from typing import Final
 
 __all__ = ["CONSONANTS", "IPA", "PHONES", "VOWELS", "is_vowel", "respell", "to_ipa"]
 
-VOWELS: Final = frozenset(
-    "AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW".split()
-)
-CONSONANTS: Final = frozenset(
-    "B CH D DH F G HH JH K L M N NG P R S SH T TH V W Y Z ZH".split()
-)
+VOWELS: Final = frozenset("AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW".split())
+CONSONANTS: Final = frozenset("B CH D DH F G HH JH K L M N NG P R S SH T TH V W Y Z ZH".split())
 PHONES: Final = tuple(sorted(VOWELS | CONSONANTS))
 
 IPA: Final = {

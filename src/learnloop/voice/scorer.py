@@ -140,9 +140,7 @@ class PronunciationScorer:
                     {
                         "syllable": respell(syl),
                         "syllable_ipa": "".join(ipa[at : at + len(syl)]),
-                        "phoneme_scores": [
-                            {"phoneme": p, "phoneme_ipa": ipa[at + i]} for i, p in enumerate(syl)
-                        ],
+                        "phoneme_scores": [{"phoneme": p, "phoneme_ipa": ipa[at + i]} for i, p in enumerate(syl)],
                     }
                 )
                 at += len(syl)
