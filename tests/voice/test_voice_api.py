@@ -29,7 +29,9 @@ def rsa_keys() -> tuple[bytes, bytes, bytes]:
         return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
     key, other = make(), make()
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     other_private = other.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -79,7 +81,14 @@ def test_score_response_shape(api: VoiceApi, clips: dict[str, bytes]) -> None:
     assert [s["syllable"] for s in w["syllable_scores"]] == ["tuh", "mah", "roh"]
     s = w["syllable_scores"][0]
     assert set(s) == {"syllable", "syllable_ipa", "score", "phoneme_scores"}
-    assert set(s["phoneme_scores"][0]) == {"phoneme", "phoneme_ipa", "sounds_like", "sounds_like_ipa", "score", "score_grade"}
+    assert set(s["phoneme_scores"][0]) == {
+        "phoneme",
+        "phoneme_ipa",
+        "sounds_like",
+        "sounds_like_ipa",
+        "score",
+        "score_grade",
+    }
     assert s["phoneme_scores"][0]["score_grade"] in {"A", "B", "C", "D"}
     r.json()  # serialisable
 

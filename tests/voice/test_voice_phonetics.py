@@ -97,7 +97,12 @@ def test_letters_to_sound_rules() -> None:
 
 def test_tokens_and_numbers() -> None:
     tokens = tokenize("  Don't stop, 2 go!")
-    assert [(t.text, t.start, t.end) for t in tokens] == [("Don't", 2, 6), ("stop", 8, 11), ("2", 14, 14), ("go", 16, 17)]
+    assert [(t.text, t.start, t.end) for t in tokens] == [
+        ("Don't", 2, 6),
+        ("stop", 8, 11),
+        ("2", 14, 14),
+        ("go", 16, 17),
+    ]
     assert number_words(0) == ["zero"]
     assert number_words(115) == ["one", "hundred", "fifteen"]
     assert number_words(2_000_001) == ["two", "million", "one"]

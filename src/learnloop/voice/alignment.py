@@ -191,12 +191,12 @@ def align(
     change = np.flatnonzero(np.diff(seg_units)) + 1
     bounds = np.concatenate([[0], change, [n_frames]])
     aligned = []
-    variants = [0] * n_words
+    chosen: list[int] = [0] * n_words
     for a, b in zip(bounds[:-1], bounds[1:]):
         unit = units[seg_units[a]]
         if unit.word >= 0:
-            variants[unit.word] = unit.variant
+            chosen[unit.word] = unit.variant
         aligned.append(
             AlignedPhone(unit.phone, unit.word, unit.index, int(a), int(b), float(frame_ll[a:b].sum()), unit.pid)
         )
-    return Alignment(tuple(aligned), tuple(variants), float(final_scores[k]), n_frames)
+    return Alignment(tuple(aligned), tuple(chosen), float(final_scores[k]), n_frames)

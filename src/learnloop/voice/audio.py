@@ -9,7 +9,7 @@ the three documented formats are accepted.  Samples come back as float64 in
 from __future__ import annotations
 
 import io
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -29,7 +29,7 @@ class AudioError(ValidationError):
     """Audio bytes that are empty, undecodable, of an unsupported format or too long."""
 
 
-def _av():  # type: ignore[no-untyped-def]
+def _av() -> Any:
     try:
         import av
     except ImportError as exc:  # pragma: no cover - depends on the environment

@@ -14,9 +14,10 @@ scorer may be used from several threads at once.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ _SHARED: dict[tuple[str, ...], object] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def _shared(key: tuple[str, ...], make):  # type: ignore[no-untyped-def]
+def _shared(key: tuple[str, ...], make: Callable[[], Any]) -> Any:
     found = _SHARED.get(key)
     if found is not None:
         return found
@@ -95,12 +96,14 @@ class PronunciationScorer:
     def model(self) -> SphinxModel:
         """The acoustic model (loaded on first use, shared across scorers)."""
         key = ("model", str(self.model_dir))
-        return _shared(key, lambda: SphinxModel(self.model_dir))  # type: ignore[no-any-return]
+        model: SphinxModel = _shared(key, lambda: SphinxModel(self.model_dir))
+        return model
 
     @property
     def lexicon(self) -> Lexicon:
         key = ("lexicon", str(self.dictionary))
-        return _shared(key, lambda: Lexicon(self.dictionary))  # type: ignore[no-any-return]
+        lexicon: Lexicon = _shared(key, lambda: Lexicon(self.dictionary))
+        return lexicon
 
     # -- public operations ----------------------------------------------------------
     def score(self, audio: bytes | np.ndarray, target_phrase: str, *, fluency: bool = False) -> PhraseScore:
@@ -222,10 +225,11 @@ class PronunciationScorer:
             word_gops = by_word.get(w, [])
             scores = []
             for i, phone in enumerate(phones):
-                g = word_gops[i] if i < len(word_gops) else None
-                if g is None:
+                found = word_gops[i] if i < len(word_gops) else None
+                if found is None:
                     scores.append(PhonemeScore(phone, ipa[i], "#", "#", 0))
                     continue
+                g = found
                 z = self.calibration.normalised_gop(g.phone, g.llr)
                 value = int(np.rint(100.0 * float(self.calibration.probability(z))))
                 like = self.calibration.sounds_like(g.phone, g.llr)
