@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from learnloop._lru import LRUCache
 from learnloop._options import LearnerOptions
@@ -214,3 +214,31 @@ class ContentRepository:
             mask.setflags(write=False)
             self._masks.put(key, mask)
         return mask
+
+    # -- documents: what a façade keeps beside the content, by namespace -----------------------
+    @staticmethod
+    def _namespace(namespace: str) -> str:
+        if not isinstance(namespace, str) or not namespace:
+            raise ValidationError(f"a document namespace is a non-empty string, got {namespace!r}")
+        return namespace
+
+    def documents(self, namespace: str, ids: Iterable[str], *, app: str = DEFAULT_APP) -> dict[str, dict[str, Any]]:
+        ns = self._namespace(namespace)
+        found = self.store.get_many("documents", app, [(ns, i) for i in ids])
+        return {k[1]: dict(json_doc(doc)) for k, doc in found.items()}
+
+    def scan_documents(
+        self, namespace: str, *, app: str = DEFAULT_APP, order: Literal["key", "seq"] = "key"
+    ) -> list[tuple[str, dict[str, Any]]]:
+        ns = self._namespace(namespace)
+        return [(k[1], dict(json_doc(doc))) for k, doc in self.store.scan("documents", app, (ns,), order=order)]
+
+    def put_documents(
+        self, namespace: str, documents: Iterable[tuple[str, Mapping[str, Any]]], *, app: str = DEFAULT_APP
+    ) -> None:
+        ns = self._namespace(namespace)
+        self.store.put_many("documents", app, [((ns, i), doc) for i, doc in documents])
+
+    def delete_documents(self, namespace: str, ids: Iterable[str], *, app: str = DEFAULT_APP) -> list[str]:
+        ns = self._namespace(namespace)
+        return [k[1] for k in self.store.delete_many("documents", app, [(ns, i) for i in ids])]

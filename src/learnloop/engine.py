@@ -258,6 +258,36 @@ class Engine:
         """The compiled catalog with its learner model (cached until content changes)."""
         return self._content.catalog_model(catalog_id, app=app)
 
+    @shared
+    def documents(self, namespace: str, ids: Iterable[str], *, app: str = DEFAULT_APP) -> dict[str, dict[str, Any]]:
+        """The stored documents of ``namespace`` among ``ids`` (absent ones left out), by id.
+
+        Documents are what a façade keeps beside the content (the v1 façade keeps
+        its asset, view and user documents in the namespaces ``v1.assets``,
+        ``v1.views`` and ``v1.users``); they are written in the caller's
+        transaction (``engine.atomic()``) with the content they describe.
+        """
+        return self._content.documents(namespace, ids, app=app)
+
+    @shared
+    def scan_documents(
+        self, namespace: str, *, app: str = DEFAULT_APP, order: Literal["key", "seq"] = "key"
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Every document of ``namespace`` as ``(id, document)``, by id or by last write (``order="seq"``)."""
+        return self._content.scan_documents(namespace, app=app, order=order)
+
+    @shared
+    def put_documents(
+        self, namespace: str, documents: Iterable[tuple[str, Mapping[str, Any]]], *, app: str = DEFAULT_APP
+    ) -> None:
+        """Store ``(id, document)`` pairs in ``namespace`` (JSON-able mappings), all or none."""
+        return self._content.put_documents(namespace, documents, app=app)
+
+    @shared
+    def delete_documents(self, namespace: str, ids: Iterable[str], *, app: str = DEFAULT_APP) -> list[str]:
+        """Delete documents of ``namespace``; returns the ids that existed."""
+        return self._content.delete_documents(namespace, ids, app=app)
+
     # -- learners -----------------------------------------------------------------
     @shared
     def upsert_events(self, user_id: str, events: PlainEvents, *, app: str = "default") -> int:

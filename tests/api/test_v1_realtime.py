@@ -117,7 +117,7 @@ def test_events_become_core_interactions(api: V1Api, engine: Engine) -> None:
             ("t1", "view_theory", None, 20, 0.5),
         ]
     )
-    assert engine.store.get("users", "default", ("u1",)) == {"id": "u1", "type": "learner"}
+    assert engine.documents("v1.users", ["u1"]).get("u1") == {"id": "u1", "type": "learner"}
 
 
 def test_an_invalid_online_event_fails_the_whole_batch(api: V1Api, engine: Engine) -> None:
@@ -270,7 +270,7 @@ def test_next_assets_is_the_core_sequence_in_v1_terms(api: V1Api, engine: Engine
     # no repeats while content remains: 5 distinct assets, then it starts over
     ids = [a["asset_id"] for a in post(api, "/v1/next-assets", next_body(limit=7)).body["data"]]
     assert len(set(ids[:5])) == 5 and set(ids) == {"t1", "q1", "q2", "q3", "q4"}
-    assert engine.store.get("users", "default", ("u1",)) == LEARNER
+    assert engine.documents("v1.users", ["u1"]).get("u1") == LEARNER
 
 
 def test_an_ordered_view_is_served_in_its_order(api: V1Api) -> None:
@@ -448,7 +448,7 @@ def test_testers_are_served_but_kept_out_of_calibration(api: V1Api, engine: Engi
     events += [answer(q, "incorrect", 10 + i, user=tester) for i, q in enumerate(["q2", "q3", "q4"])]
     events += [answer(q, "correct", 20 + i) for i, q in enumerate(["q1", "q2"])]
     assert post(api, "/v1/user-events", {"user_events": events}).body == OK_EVENTS
-    assert engine.store.get("users", "default", ("qa",)) == tester
+    assert engine.documents("v1.users", ["qa"]).get("qa") == tester
     assert post(api, "/v1/next-assets", next_body(user=tester)).status == 200
     assert api.testers() == ["qa"]
     fit = api.calibrate("course")

@@ -290,3 +290,27 @@ def test_engine_content_survives_reopening(tmp_path: Path) -> None:
         assert engine.catalog("c") == before
         assert [i.item_id for i in engine.item_database()] == ["q1"]
         assert engine.catalog_index("c").item_ids == ("q1",)
+
+
+def test_a_file_of_an_earlier_version_is_migrated(tmp_path: Path) -> None:
+    import sqlite3
+
+    from learnloop import Engine
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    for table in ("assets", "views", "users"):
+        conn.execute(
+            f"CREATE TABLE {table} (app TEXT NOT NULL, k1 TEXT NOT NULL, k2 TEXT NOT NULL, k3 TEXT NOT NULL, "
+            "k4 TEXT NOT NULL, seq INTEGER NOT NULL, v BLOB NOT NULL, PRIMARY KEY (app, k1, k2, k3, k4)) WITHOUT ROWID"
+        )
+    conn.execute("INSERT INTO assets VALUES ('default', 'q1', '', '', '', 1, ?)", (b'{"id":"q1","type":"exercise"}',))
+    conn.execute("INSERT INTO users VALUES ('default', 'u1', '', '', '', 2, ?)", (b'{"type":"tester"}',))
+    conn.commit()
+    conn.close()
+    engine = Engine.open(path)
+    assert engine.documents("v1.assets", ["q1"]) == {"q1": {"id": "q1", "type": "exercise"}}
+    assert engine.scan_documents("v1.users") == [("u1", {"type": "tester"})]
+    engine.close()
+    tables = {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert not tables & {"assets", "views", "users"}

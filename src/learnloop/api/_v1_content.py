@@ -34,7 +34,12 @@ from learnloop.errors import NotFoundError, ValidationError
 if TYPE_CHECKING:
     from learnloop.engine import Engine
 
-__all__ = ["V1Content"]
+__all__ = ["ASSETS", "USERS", "V1Content", "VIEWS"]
+
+#: the document namespaces of the v1 façade (see :meth:`~learnloop.engine.Engine.documents`)
+ASSETS = "v1.assets"
+VIEWS = "v1.views"
+USERS = "v1.users"
 
 
 class V1Content:
@@ -47,17 +52,17 @@ class V1Content:
     # -- stored documents ---------------------------------------------------------------------------
     def _asset_docs(self, app: str, asset_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The stored asset documents of ``asset_ids`` that exist, by original id."""
-        found = self.engine.store.get_many("assets", app, [(internal_id(a),) for a in asset_ids])
+        found = self.engine.documents(ASSETS, [internal_id(a) for a in asset_ids], app=app)
         out = {}
         for asset_id in asset_ids:
-            doc = found.get((internal_id(asset_id),))
+            doc = found.get(internal_id(asset_id))
             if isinstance(doc, dict) and doc.get("id") == asset_id:
                 out[asset_id] = doc
         return out
 
     def view_doc(self, app: str, view_id: str) -> dict[str, Any]:
-        doc = self.engine.store.get("views", app, (internal_id(view_id),))
-        if not isinstance(doc, dict) or doc.get("id") != view_id:
+        doc = self.engine.documents(VIEWS, [internal_id(view_id)], app=app).get(internal_id(view_id))
+        if doc is None or doc.get("id") != view_id:
             raise NotFoundError("view", view_id)
         return doc
 
@@ -74,7 +79,7 @@ class V1Content:
         items = [asset_to_item(d) for d in docs]
         with self.engine.atomic():
             self.engine.upsert_items(items, app=app)
-            self.engine.store.put_many("assets", app, [((i.item_id,), d) for i, d in zip(items, docs, strict=True)])
+            self.engine.put_documents(ASSETS, [(i.item_id, d) for i, d in zip(items, docs, strict=True)], app=app)
 
     def put_asset(self, app: str, asset_id: str, raw: bytes) -> ApiResponse:
         body = parse(AssetBody, raw)
@@ -117,7 +122,7 @@ class V1Content:
         with self.engine.atomic():
             present = list(self._asset_docs(app, asset_ids))
             keys = [internal_id(a) for a in present]
-            self.engine.store.delete_many("assets", app, [(k,) for k in keys])
+            self.engine.delete_documents(ASSETS, keys, app=app)
             self.engine.delete_items(keys, app=app)
         return present
 
@@ -179,7 +184,7 @@ class V1Content:
         catalog = view_to_catalog(doc)
         with self.engine.atomic():
             self.engine.upsert_catalog(catalog, app=app)
-            self.engine.store.put_many("views", app, [((internal_id(view_id),), doc)])
+            self.engine.put_documents(VIEWS, [(internal_id(view_id), doc)], app=app)
         return ApiResponse(200, None)
 
     def get_view(self, app: str, view_id: str) -> ApiResponse:
@@ -203,7 +208,7 @@ class V1Content:
     def delete_view(self, app: str, view_id: str) -> ApiResponse:
         self.view_doc(app, view_id)
         with self.engine.atomic():
-            self.engine.store.delete_many("views", app, [(internal_id(view_id),)])
+            self.engine.delete_documents(VIEWS, [internal_id(view_id)], app=app)
             try:
                 self.engine.delete_catalog(internal_id(view_id), app=app)
             except NotFoundError:
@@ -223,7 +228,7 @@ class V1Content:
                     f"query parameter 'limit' must be an integer from 1 to {maximum}, got {text[:50]!r}",
                 )
             limit = parsed
-        entries = [doc for _, doc in self.engine.store.scan("views", app, order="seq") if isinstance(doc, dict)]
+        entries = [doc for _, doc in self.engine.scan_documents(VIEWS, app=app, order="seq")]
         if last is not None:
             ids = [doc.get("id") for doc in entries]
             if last not in ids:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pydantic
 
+from learnloop.api._v1_content import USERS, VIEWS
 from learnloop.api._v1_mapping import internal_id
 from learnloop.api._v1_models import (
     ResponseSubmit,
@@ -72,9 +73,9 @@ class _Views:
     def get(self, view_id: str) -> tuple[Mapping[str, Any], CatalogIndex] | None:
         if view_id not in self._found:
             cid = internal_id(view_id)
-            doc = self.engine.store.get("views", self.app, (cid,))
+            doc = self.engine.documents(VIEWS, [cid], app=self.app).get(cid)
             found = None
-            if isinstance(doc, Mapping) and doc.get("id") == view_id:
+            if doc is not None and doc.get("id") == view_id:
                 try:
                     found = (doc, self.engine.catalog_index(cid, app=self.app))
                 except NotFoundError:
@@ -168,10 +169,10 @@ def prepare_events(engine: Engine, raw_events: Sequence[Any], *, app: str, limit
 
 def record_users(engine: Engine, users: Mapping[str, Mapping[str, str]], *, app: str) -> None:
     """Store the users whose document changed (call inside ``engine.atomic()``)."""
-    stored = engine.store.get_many("users", app, [(u,) for u in users])
-    changed = [((u,), dict(doc)) for u, doc in users.items() if stored.get((u,)) != doc]
+    stored = engine.documents(USERS, list(users), app=app)
+    changed = [(u, dict(doc)) for u, doc in users.items() if stored.get(u) != doc]
     if changed:
-        engine.store.put_many("users", app, changed)
+        engine.put_documents(USERS, changed, app=app)
 
 
 def write_events(engine: Engine, batch: EventBatch, *, app: str) -> None:

@@ -29,7 +29,7 @@ from learnloop._http import (
     resolve_api_key,
 )
 from learnloop._types import Clock
-from learnloop.api._v1_content import V1Content
+from learnloop.api._v1_content import USERS, V1Content
 from learnloop.api._v1_events import prepare_events, record_users, user_doc, write_events
 from learnloop.api._v1_limits import V1Limits
 from learnloop.api._v1_mapping import asset_filter, internal_id, path_problem
@@ -398,11 +398,7 @@ class V1Api:
     # -- beside the contract ---------------------------------------------------------------------
     def testers(self, *, app: str = "default") -> list[str]:
         """The internal ids of the users last seen as ``tester`` (kept out of calibration)."""
-        return [
-            k[0]
-            for k, doc in self.engine.store.scan("users", app)
-            if isinstance(doc, dict) and doc.get("type") == "tester"
-        ]
+        return [user for user, doc in self.engine.scan_documents(USERS, app=app) if doc.get("type") == "tester"]
 
     def calibrate(self, view_id: str, *, app: str = "default", **options: Any) -> dict[str, dict[str, float]]:
         """Calibrate the difficulty of a view's exercises from its events, testers left out.

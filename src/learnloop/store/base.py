@@ -28,9 +28,7 @@ TABLES: Mapping[str, int] = {
     "events": 4,  # user_id, catalog_id, item_id, timestamp
     "learners": 2,  # user_id, catalog_id
     "sessions": 1,  # session_id
-    "assets": 1,  # v1 asset_id
-    "views": 1,  # v1 view_id
-    "users": 1,  # user_id (v1 user type)
+    "documents": 2,  # namespace, id: documents a façade keeps beside the content (e.g. v1 assets)
     "meta": 1,  # name, e.g. the content version of an application
 }
 

@@ -25,6 +25,8 @@ _CHUNK = 900
 #: high-volume tables read by key only: no index on their write sequence
 #: (``scan(order="seq")`` still works on them, by sorting)
 _UNORDERED = frozenset({"events", "learners"})
+#: tables of files written by earlier versions -> the document namespace their rows move to
+_LEGACY_TABLES = {"assets": "v1.assets", "views": "v1.views", "users": "v1.users"}
 
 
 class SQLiteStore:
@@ -51,7 +53,20 @@ class SQLiteStore:
                 if table not in _UNORDERED:
                     conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {table} (app, seq)")
             conn.execute("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+            self._migrate()
             conn.execute("INSERT OR IGNORE INTO counters VALUES ('seq', 0)")
+
+    def _migrate(self) -> None:
+        """Move the rows of tables of earlier versions into the namespaced ``documents`` table."""
+        conn = self._conn
+        for legacy, namespace in _LEGACY_TABLES.items():
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (legacy,)).fetchone():
+                conn.execute(
+                    f"INSERT OR IGNORE INTO documents (app, k1, k2, k3, k4, seq, v) "
+                    f"SELECT app, ?, k1, '', '', seq, v FROM {legacy}",
+                    (namespace,),
+                )
+                conn.execute(f"DROP TABLE {legacy}")
 
     # -- transactions ---------------------------------------------------------
     @contextmanager
