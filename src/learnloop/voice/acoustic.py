@@ -24,11 +24,31 @@ from typing import Protocol
 
 import numpy as np
 
+from learnloop._lru import LRUCache
 from learnloop.errors import LearnloopError
 
 __all__ = ["AcousticModel", "DensityCache", "SphinxModel", "default_model_dir"]
 
-DensityCache = dict[int, list[tuple[np.ndarray, np.ndarray]]]
+#: bytes of Gaussian densities a :class:`DensityCache` keeps by default: every codebook of an
+#: utterance of about 8 s, a part of a longer one (evicted codebooks are computed again, exactly)
+DENSITY_CACHE_BYTES = 48 * 2**20
+
+
+class DensityCache(LRUCache[int, list[tuple[np.ndarray, np.ndarray]]]):
+    """Each codebook's Gaussian densities on one utterance's frames, bounded by bytes.
+
+    On long audio the densities of all codebooks would take several hundred MB
+    (42 codebooks x 3 streams x frames x 128 Gaussians); the least recently used
+    codebooks are dropped and computed again when needed.
+    """
+
+    def __init__(self, max_bytes: int = DENSITY_CACHE_BYTES) -> None:
+        super().__init__(max_bytes=max_bytes, sizeof=lambda ds: sum(top.nbytes + p.nbytes for top, p in ds))
+
+    def __setitem__(self, codebook: int, densities: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        self.put(codebook, densities)
+
+
 """Gaussian densities of codebooks on one utterance's frames (see ``SphinxModel.senone_loglik``)."""
 
 _MAGIC = 0x11223344
@@ -50,6 +70,10 @@ class AcousticModel(Protocol):
     def senone_loglik(self, features: np.ndarray, senones: np.ndarray) -> np.ndarray:
         """Log-likelihoods, shape ``(frames, len(senones))``, of the given senones."""
         ...
+
+
+#: senones mixed at once in :meth:`SphinxModel.senone_loglik` (bounds its temporaries)
+_SENONE_BLOCK = 256
 
 
 def default_model_dir() -> Path:
@@ -317,10 +341,17 @@ class SphinxModel:
                 densities = [self._densities(x[:, f, :], int(cb), f) for f in range(self.n_streams)]
                 if cache is not None:
                     cache[int(cb)] = densities
-            total = np.zeros((len(x), len(cols)), dtype=np.float64)
-            for f, (top, p) in enumerate(densities):
-                total += np.log(np.maximum(p @ self._weights[f][:, sen], 1e-30)) + top
-            out[:, cols] = total
+            # mixed a block of senones at a time, so that the temporaries stay small on long audio
+            for at in range(0, len(cols), _SENONE_BLOCK):
+                block = sen[at : at + _SENONE_BLOCK]
+                total = np.zeros((len(x), len(block)), dtype=np.float64)
+                for f, (top, p) in enumerate(densities):
+                    mixed = p @ self._weights[f][:, block]
+                    np.maximum(mixed, 1e-30, out=mixed)
+                    np.log(mixed, out=mixed)
+                    total += mixed
+                    total += top
+                out[:, cols[at : at + _SENONE_BLOCK]] = total
         return out
 
     def _densities(self, xf: np.ndarray, cb: int, f: int) -> tuple[np.ndarray, np.ndarray]:

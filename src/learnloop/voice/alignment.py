@@ -154,7 +154,8 @@ def align(
 
     n_states = len(states_sen)
     unique_sen, sen_col = np.unique(np.asarray(states_sen), return_inverse=True)
-    ll = model.senone_loglik(features, unique_sen, cache=cache)[:, sen_col]  # (T, S)
+    # (T, unique senones); a state's column is sen_col[state], looked up a frame at a time
+    ll = model.senone_loglik(features, unique_sen, cache=cache)
     width = 1 + max(len(p) for p in preds)
     pred_idx = np.zeros((n_states, width), dtype=np.int64)
     pred_lp = np.full((n_states, width), _NEG)
@@ -165,14 +166,14 @@ def align(
             pred_idx[s, k] = p
             pred_lp[s, k] = lp
     delta = np.full(n_states, _NEG)
-    delta[starts] = ll[0, starts]
-    back = np.zeros((n_frames, n_states), dtype=np.int32)
+    delta[starts] = ll[0, sen_col[starts]]
+    back = np.zeros((n_frames, n_states), dtype=np.int8 if width < 128 else np.int32)
     rows = np.arange(n_states)
     for t in range(1, n_frames):
         cand = delta[pred_idx] + pred_lp
         best = np.argmax(cand, axis=1)
         back[t] = best
-        delta = cand[rows, best] + ll[t]
+        delta = cand[rows, best] + ll[t, sen_col]
     final_scores = delta[finals] + np.asarray([next_lp[f] for f in finals])
     k = int(np.argmax(final_scores))
     if final_scores[k] <= _NEG / 2:
@@ -186,7 +187,7 @@ def align(
     unit_of_state = np.empty(n_states, dtype=np.int64)
     for u, unit in enumerate(units):
         unit_of_state[unit.first_state : unit.first_state + model.n_emit] = u
-    frame_ll = ll[np.arange(n_frames), path]
+    frame_ll = ll[np.arange(n_frames), sen_col[path]]
     seg_units = unit_of_state[path]
     change = np.flatnonzero(np.diff(seg_units)) + 1
     bounds = np.concatenate([[0], change, [n_frames]])

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from learnloop._http import ApiResponse, header, resolve_api_key
+from learnloop._http import ApiResponse, check_api_keys, header, resolve_api_key
 from learnloop.errors import ValidationError
 from learnloop.voice.audio import AUDIO_FORMATS
 from learnloop.voice.scorer import PronunciationScorer
@@ -63,7 +63,7 @@ class VoiceApi:
         jwt_leeway_seconds: int = 30,
     ) -> None:
         self._scorer = scorer
-        self.api_keys = None if api_keys is None else dict(api_keys)
+        self.api_keys = check_api_keys(api_keys)
         self.jwt_issuers = None if jwt_issuers is None else dict(jwt_issuers)
         self.jwt_leeway_seconds = jwt_leeway_seconds
 

@@ -69,16 +69,29 @@ def decode_audio(data: bytes, *, max_seconds: float = MAX_AUDIO_SECONDS) -> tupl
         resampler = av.AudioResampler(format="s16", layout="mono", rate=_SAMPLE_RATE)
         chunks: list[np.ndarray] = []
         total = 0
+        seconds = 0.0
+        too_long = AudioError(f"audio is longer than {max_seconds:g} seconds")
         try:
             for frame in container.decode(audio=0):
+                # the length decoded so far, in the input's own samples: checked before the
+                # frame is resampled, so a header claiming a tiny sample rate cannot make
+                # the resampler produce unbounded output
+                rate = frame.sample_rate or 0
+                if rate <= 0:
+                    raise AudioError(f"audio could not be decoded as {kind}: no sample rate")
+                seconds += frame.samples / rate
+                if seconds > max_seconds:
+                    raise too_long
                 for out in resampler.resample(frame):
                     chunk = out.to_ndarray().reshape(-1)
                     chunks.append(chunk)
                     total += len(chunk)
                 if total > max_samples:
-                    raise AudioError(f"audio is longer than {max_seconds:g} seconds")
+                    raise too_long
             for out in resampler.resample(None):
                 chunks.append(out.to_ndarray().reshape(-1))
+        except AudioError:
+            raise  # an AudioError is a ValueError: never taken for a decoding hiccup below
         except (av.error.FFmpegError, ValueError, OSError):
             if not chunks:
                 raise AudioError(f"audio could not be decoded as {kind}") from None

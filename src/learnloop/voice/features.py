@@ -46,6 +46,10 @@ _MU_T = 0.2
 _MAX_GAIN = 20.0
 
 
+#: frames transformed at once by :func:`cepstra` (bounds its memory on long audio)
+_BLOCK_FRAMES = 1024
+
+
 def _mel(hz: np.ndarray | float) -> np.ndarray:
     return 2595.0 * np.log10(1.0 + np.asarray(hz, dtype=np.float64) / 700.0)
 
@@ -142,10 +146,13 @@ def cepstra(samples: np.ndarray) -> np.ndarray:
     if len(x):
         emphasised[0] = x[0]
         emphasised[1:] = x[1:] - _ALPHA * x[:-1]
-    frames = _frames(emphasised) * window
-    spectrum = np.fft.rfft(frames, n=_NFFT, axis=1)
-    power = spectrum.real**2 + spectrum.imag**2
-    mel = _remove_noise(power @ bank)
+    frames = _frames(emphasised)
+    # the spectrum a block of frames at a time: on a minute of audio the whole would take ~100 MB
+    blocks = []
+    for at in range(0, len(frames), _BLOCK_FRAMES):
+        spectrum = np.fft.rfft(frames[at : at + _BLOCK_FRAMES] * window, n=_NFFT, axis=1)
+        blocks.append((spectrum.real**2 + spectrum.imag**2) @ bank)
+    mel = _remove_noise(np.concatenate(blocks) if blocks else np.zeros((0, bank.shape[1])))
     return (np.log(mel + _LOG_FLOOR) @ dct) * lifter
 
 

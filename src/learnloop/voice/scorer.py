@@ -180,7 +180,7 @@ class PronunciationScorer:
         pad = np.zeros(_PAD_SAMPLES)
         padded = np.concatenate([pad, samples, pad])
         padded = padded + np.random.default_rng(_NOISE_SEED).normal(0.0, _NOISE_STD, len(padded))
-        return _Utterance(mfcc_features(padded), {})
+        return _Utterance(mfcc_features(padded), DensityCache())
 
     def _score(self, utt: _Utterance, phrase: str, tokens: list[Token], *, fluency: bool) -> PhraseScore:
         model = self.model
