@@ -70,7 +70,9 @@ class CatalogModel:
     ) -> CatalogModel:
         """``calibration`` maps item ids to calibrated ``{"b": ..., "a": ...}``;
         items without one keep their cold-start difficulty."""
-        topics = TopicStructure.from_arrays(index.topic_parent, index.prerequisite_edges)
+        topics = index.derived(
+            "tracing.topic_structure", lambda ix: TopicStructure.from_arrays(ix.topic_parent, ix.prerequisite_edges)
+        )
         items = ItemParams.from_catalog(
             item_topic=index.item_topic,
             difficulty=index.difficulty,

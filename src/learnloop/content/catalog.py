@@ -11,10 +11,10 @@ arrays that every per-request computation indexes.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, TypeVar
 
 import networkx as nx
 import numpy as np
@@ -166,6 +166,9 @@ def validate_catalog(catalog: Catalog, known_item_ids: Iterable[str] | Mapping[s
     return problems
 
 
+_T = TypeVar("_T")
+
+
 @dataclass(frozen=True, eq=False)
 class _KeyPositions:
     """Positions grouped by key (item id, tag, content type), for vectorised lookups.
@@ -231,10 +234,23 @@ class CatalogIndex:
     _items: _KeyPositions = field(repr=False)
     _tags: _KeyPositions = field(repr=False)
     _content_types: _KeyPositions = field(repr=False)
+    _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def catalog_id(self) -> str:
         return self.catalog.catalog_id
+
+    def derived(self, name: str, make: Callable[[CatalogIndex], _T]) -> _T:
+        """A structure derived from this compiled catalog, made once and kept with it.
+
+        The topic graph's derived forms (the learner model's topic structure, the
+        policies' requirements) are computed once per compiled catalog through
+        this, not once per use.
+        """
+        found = self._derived.get(name)
+        if found is None:
+            found = self._derived.setdefault(name, make(self))
+        return found
 
     @property
     def n_items(self) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -13,7 +12,7 @@ from learnloop.content import CatalogIndex
 
 __all__ = [
     "LearnerView",
-    "TopicStructure",
+    "TopicRequirements",
     "ready_topics",
     "required_prerequisites",
     "subtree_sums",
@@ -29,7 +28,7 @@ def subtree_sums(index: CatalogIndex, values: FloatArray) -> FloatArray:
 
 
 @dataclass(frozen=True, eq=False)
-class TopicStructure:
+class TopicRequirements:
     """What the policies need of a catalog's topic graph, as flat arrays (built once per catalog).
 
     ``requirements``: for each topic, the topics it needs mastered first (its own
@@ -48,14 +47,12 @@ class TopicStructure:
     scorable_count: FloatArray
 
 
-_STRUCTURE_CACHE: weakref.WeakKeyDictionary[CatalogIndex, TopicStructure] = weakref.WeakKeyDictionary()
+def topic_structure(index: CatalogIndex) -> TopicRequirements:
+    """The :class:`TopicRequirements` of a compiled catalog (made once, kept on the index)."""
+    return index.derived("recommend.topic_requirements", _topic_requirements)
 
 
-def topic_structure(index: CatalogIndex) -> TopicStructure:
-    """The (cached) :class:`TopicStructure` of a compiled catalog."""
-    cached = _STRUCTURE_CACHE.get(index)
-    if cached is not None:
-        return cached
+def _topic_requirements(index: CatalogIndex) -> TopicRequirements:
     n = index.n_topics
     direct: list[list[int]] = [[] for _ in range(n)]
     for pre, post in index.prerequisite_edges.tolist():
@@ -81,7 +78,7 @@ def topic_structure(index: CatalogIndex) -> TopicStructure:
                 if is_leaf[c] and scorable_count[c] > 0:
                     owners.append(t)
                     leaves.append(c)
-    structure = TopicStructure(
+    structure = TopicRequirements(
         requirements=tuple(requirements),
         req_owner=np.repeat(np.arange(n, dtype=np.int64), [r.size for r in requirements]),
         req_topic=np.concatenate(requirements) if requirements else np.zeros(0, dtype=np.int64),
@@ -90,7 +87,6 @@ def topic_structure(index: CatalogIndex) -> TopicStructure:
         subtree_end=end,
         scorable_count=scorable_count,
     )
-    _STRUCTURE_CACHE[index] = structure
     return structure
 
 
