@@ -7,15 +7,16 @@ knows nothing of the learning engine or of the acoustic model.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "ApiResponse",
     "BodyError",
     "check_api_keys",
     "decode_json_body",
+    "error_response",
     "header",
     "header_problems",
     "query_list",
@@ -49,6 +50,35 @@ class ApiResponse:
 
 class BodyError(ValueError):
     """A request body that is not a JSON object (or not valid UTF-8 / JSON)."""
+
+
+def error_response(
+    status: int,
+    problems: Sequence[str],
+    *,
+    shape: Literal["error", "errors"],
+    link: str | None = None,
+    max_errors: int = 100,
+    headers: Mapping[str, str] | None = None,
+) -> ApiResponse:
+    """The error body of a contract: the one envelope helper of the three façades.
+
+    ``shape="error"`` (v2): ``{"error": {"status", "message"}}``, the problems joined
+    by "; ". ``shape="errors"`` (v1, voice): ``{"errors": [{"status", "detail"[, "link"]}]}``,
+    one entry per problem, at most ``max_errors`` (the last one says how many more).
+
+    >>> error_response(400, ["a", "b"], shape="error").body
+    {'error': {'status': 400, 'message': 'a; b'}}
+    >>> error_response(404, ["gone"], shape="errors", link="https://x/404").body
+    {'errors': [{'status': 404, 'detail': 'gone', 'link': 'https://x/404'}]}
+    """
+    if shape == "error":
+        return ApiResponse(status, {"error": {"status": status, "message": "; ".join(problems)}}, dict(headers or {}))
+    listed = list(problems)
+    if len(listed) > max_errors:
+        listed = [*listed[: max_errors - 1], f"... and {len(listed) - max_errors + 1} more problems"]
+    entries = [{"status": status, "detail": p, **({"link": link} if link is not None else {})} for p in listed]
+    return ApiResponse(status, {"errors": entries}, dict(headers or {}))
 
 
 def header(headers: Mapping[str, str] | None, name: str) -> str | None:

@@ -23,6 +23,7 @@ from learnloop._http import (
     BodyError,
     check_api_keys,
     decode_json_body,
+    error_response,
     header,
     header_problems,
     query_list,
@@ -151,14 +152,8 @@ class V1Api:
 
     # -- the door -----------------------------------------------------------------------------
     def _error(self, status: int, problems: list[str], headers: Mapping[str, str] | None = None) -> ApiResponse:
-        if len(problems) > _MAX_ERRORS:
-            problems = [
-                *problems[: _MAX_ERRORS - 1],
-                f"... and {len(problems) - _MAX_ERRORS + 1} more problems",
-            ]
         link = self.error_link.format(status=status)
-        errors = [{"status": status, "detail": p, "link": link} for p in problems]
-        return ApiResponse(status, {"errors": errors}, dict(headers or {}))
+        return error_response(status, problems, shape="errors", link=link, max_errors=_MAX_ERRORS, headers=headers)
 
     def handle(
         self,

@@ -18,6 +18,7 @@ from learnloop._http import (
     BodyError,
     check_api_keys,
     decode_json_body,
+    error_response,
     header_problems,
     resolve_api_key,
 )
@@ -73,7 +74,7 @@ class UpsertEventsRequest(BaseModel):
 
 
 def _error(status: int, message: str) -> ApiResponse:
-    return ApiResponse(status, {"error": {"status": status, "message": message}})
+    return error_response(status, [message], shape="error")
 
 
 def _data(data: Any) -> ApiResponse:

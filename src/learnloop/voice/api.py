@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from learnloop._http import ApiResponse, check_api_keys, header, resolve_api_key
+from learnloop._http import ApiResponse, check_api_keys, error_response, header, resolve_api_key
 from learnloop.errors import ValidationError
 from learnloop.voice.audio import AUDIO_FORMATS
 from learnloop.voice.scorer import PronunciationScorer
@@ -42,7 +42,7 @@ FormValue = str | Sequence[str]
 
 
 def _error(status: int, *details: str) -> ApiResponse:
-    return ApiResponse(status, {"errors": [{"status": status, "detail": d} for d in details]})
+    return error_response(status, details, shape="errors", max_errors=len(details) or 1)
 
 
 class VoiceApi:
