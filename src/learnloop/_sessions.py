@@ -247,8 +247,8 @@ class Sessions:
             # the learner's state is brought up to date (and the new events applied,
             # replaying from a checkpoint when they are late) before the transaction,
             # so that the store is held only for the writes and the recommendation
-            self.learners.tracker.state(app, spec.user_id, model)
-            plan = self.learners.tracker.plan(app, interactions)
+            current = self.learners.tracker.state(app, spec.user_id, model)
+            plan = self.learners.tracker.plan(app, interactions, revisions={learner: current.revision})
             entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
             with self.store.atomic():
                 try:

@@ -46,7 +46,7 @@ CHECKPOINT_EVERY = 2048
 #: checkpoints kept per learner (spread over the history when there are more)
 MAX_CHECKPOINTS = 8
 #: writes remembered in a learner's revision document (for other processes to catch up from)
-REVISION_LOG = 32
+REVISION_LOG = 16
 #: default bound of the learner-state cache, in bytes
 DEFAULT_CACHE_BYTES = 256 * 2**20
 
@@ -341,11 +341,19 @@ class Tracker:
         return _Cached(entry.revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
 
     # -- writing --------------------------------------------------------------------------
-    def plan(self, app: str, interactions: Iterable[Interaction]) -> Plan:
+    def plan(
+        self,
+        app: str,
+        interactions: Iterable[Interaction],
+        *,
+        revisions: Mapping[tuple[str, str], int] | None = None,
+    ) -> Plan:
         """Which interactions would change anything (new keys, overwrites with other content).
 
         Reads only. Within one call, the last version of a key wins; the order
-        of first appearance is the posting order.
+        of first appearance is the posting order. ``revisions`` gives the
+        learners' revisions when the caller has just read them (under the
+        learners' locks), so that they are not read again.
         """
         latest_version: dict[tuple[str, str, str, str], Interaction] = {}
         for interaction in interactions:
@@ -366,9 +374,12 @@ class Tracker:
         by_learner: dict[tuple[str, str], list[Interaction]] = {}
         for interaction in changed:
             by_learner.setdefault((interaction.user_id, interaction.catalog_id), []).append(interaction)
-        found = self.store.get_many("learners", app, list(by_learner))
-        revisions = {(k[0], k[1]): _revision(doc) for k, doc in found.items()}
-        return Plan(changed, new, by_learner, rewrites, revisions)
+        if revisions is not None and all(learner in revisions for learner in by_learner):
+            known = {learner: (revisions[learner], []) for learner in by_learner}
+        else:
+            found = self.store.get_many("learners", app, list(by_learner))
+            known = {(k[0], k[1]): _revision(doc) for k, doc in found.items()}
+        return Plan(changed, new, by_learner, rewrites, known)
 
     def write(self, app: str, plan: Plan, *, check: bool = False) -> None:
         """Store the plan's events and advance the learners' revisions.

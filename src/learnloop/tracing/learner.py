@@ -477,7 +477,11 @@ class LearnerModel:
             time_spent_ms=int(np.dot(state.time_spent_ms, m)),
             last_interaction_timestamp=None if last == -np.inf else last,
             skill_level=skill,
-            display_skill=float(display_skill(skill, prog, previous=previous_display)),
+            display_skill=(
+                min(max(skill, 0.0), 1.0) * math.sqrt(min(max(prog, 0.0), 1.0))  # display_skill() on scalars
+                if previous_display is None
+                else float(display_skill(skill, prog, previous=previous_display))
+            ),
         )
 
     def credit(self, state: LearnerState) -> FloatArray:
