@@ -375,7 +375,9 @@ class Tracker:
         for interaction in changed:
             by_learner.setdefault((interaction.user_id, interaction.catalog_id), []).append(interaction)
         if revisions is not None and all(learner in revisions for learner in by_learner):
-            known = {learner: (revisions[learner], []) for learner in by_learner}
+            known: dict[tuple[str, str], tuple[int, list[list[float]]]] = {
+                learner: (revisions[learner], []) for learner in by_learner
+            }
         else:
             found = self.store.get_many("learners", app, list(by_learner))
             known = {(k[0], k[1]): _revision(doc) for k, doc in found.items()}
