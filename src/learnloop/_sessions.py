@@ -8,6 +8,7 @@ recommendation context.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 from collections.abc import Mapping, Sequence
@@ -109,7 +110,7 @@ class Sessions:
         entry = self.learners.state(app, user_id, model)
         view = self.learners.view(model, entry, model.model.predict(entry.state))
         seed = self.seed if self.seed is not None else 0
-        user_key = int.from_bytes(hashlib.sha256(f"{app}\x1f{user_id}\x1f{catalog_id}".encode()).digest()[:8], "big")
+        user_key = learner_key(app, user_id, catalog_id)
         rng = np.random.default_rng((seed, user_key, entry.state.n_events))
         # the pure session step, over a session that lives for this call only
         session = SessionState(
@@ -191,9 +192,8 @@ class Sessions:
         if self.seed is None:
             return np.random.default_rng((int(session.session_id, 16), session.recommendation_count))
         spec = session.spec
-        user_key = hashlib.sha256(f"{app}\x1f{spec.user_id}\x1f{spec.catalog_id}".encode()).digest()[:8]
         return np.random.default_rng(
-            (self.seed, int.from_bytes(user_key, "big"), n_events, session.recommendation_count)
+            (self.seed, learner_key(app, spec.user_id, spec.catalog_id), n_events, session.recommendation_count)
         )
 
     def adaptive_step(self, session_context: str, events: ContextEvents = (), *, app: str = "default") -> AdaptiveStep:
@@ -304,3 +304,9 @@ def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionSta
         return session
     merged = tuple(dict.fromkeys((*session.assessed, *item_ids)))
     return replace(session, assessed=merged)
+
+
+@functools.lru_cache(maxsize=4096)
+def learner_key(app: str, user_id: str, catalog_id: str) -> int:
+    """A stable 64-bit number of a learner, for seeding (the same in every process)."""
+    return int.from_bytes(hashlib.sha256(f"{app}\x1f{user_id}\x1f{catalog_id}".encode()).digest()[:8], "big")
