@@ -386,16 +386,20 @@ class Tracker:
     def write(self, app: str, plan: Plan, *, check: bool = False) -> None:
         """Store the plan's events and advance the learners' revisions.
 
-        Must be called inside ``store.atomic()``. With ``check``, raises
-        :class:`StaleError` (writing nothing) when a learner's revision moved
-        since the plan was made.
+        Must be called inside ``store.atomic()``. With ``check``, the revisions
+        are read again and :class:`StaleError` is raised (writing nothing) when
+        one moved since the plan was made; without it, the plan must have been
+        made inside the same transaction (its revisions are then current).
         """
         if not plan.changed:
             return
-        found = self.store.get_many("learners", app, list(plan.by_learner))
-        now = {(k[0], k[1]): _revision(doc) for k, doc in found.items()}
-        if check and any(now.get(k, (0, []))[0] != plan.revisions.get(k, (0, []))[0] for k in plan.by_learner):
-            raise StaleError("a learner's events changed since the plan was made")
+        if check:
+            found = self.store.get_many("learners", app, list(plan.by_learner))
+            now = {(k[0], k[1]): _revision(doc) for k, doc in found.items()}
+            if any(now.get(k, (0, []))[0] != plan.revisions.get(k, (0, []))[0] for k in plan.by_learner):
+                raise StaleError("a learner's events changed since the plan was made")
+        else:
+            now = plan.revisions
         self.store.put_many("events", app, [(i.key, i.to_doc()) for i in plan.changed])
         updates = []
         for learner, group in plan.by_learner.items():

@@ -181,18 +181,17 @@ class Interaction:
     practice: bool = True
     stamp: str = field(init=False, repr=False, compare=False)
     epoch: float = field(init=False, repr=False, compare=False)
+    key: tuple[str, str, str, str] = field(init=False, repr=False, compare=False)
+    """The dedupe key (user, catalog, item, canonical timestamp)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "stamp", format_timestamp(self.timestamp))
+        stamp = format_timestamp(self.timestamp)
+        object.__setattr__(self, "stamp", stamp)
+        object.__setattr__(self, "key", (self.user_id, self.catalog_id, self.item_id, stamp))
         # the instant of the canonical stamp (milliseconds), so that an event read back
         # from the store and the same event as posted fall at the same time
         moment = self.timestamp
         object.__setattr__(self, "epoch", moment.replace(microsecond=moment.microsecond // 1000 * 1000).timestamp())
-
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        """The dedupe key (user, catalog, item, canonical timestamp)."""
-        return (self.user_id, self.catalog_id, self.item_id, self.stamp)
 
     def to_doc(self) -> dict[str, Any]:
         """The stored document (absent optional fields left out)."""
