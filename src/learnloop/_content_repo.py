@@ -171,7 +171,10 @@ class ContentRepository:
             self.bump_version(app)
 
     def catalog_index(self, catalog_id: str, *, app: str = DEFAULT_APP) -> CatalogIndex:
-        version = self.version(app)
+        return self._index(catalog_id, app, self.version(app))
+
+    def _index(self, catalog_id: str, app: str, version: int) -> CatalogIndex:
+        """The compiled catalog as of content ``version`` (read by the caller, first)."""
         with self._cache_lock:
             cached = self._indexes.get((app, catalog_id))
         if cached is not None and cached[0] == version:
@@ -194,7 +197,7 @@ class ContentRepository:
 
     def catalog_model(self, catalog_id: str, *, app: str = "default") -> CatalogModel:
         version = self.version(app)
-        index = self.catalog_index(catalog_id, app=app)
+        index = self._index(catalog_id, app, version)
         with self._cache_lock:
             cached = self._models.get((app, catalog_id))
         if cached is not None and cached[0] is index and cached[1] == version:

@@ -58,14 +58,14 @@ def error_response(
     *,
     shape: Literal["error", "errors"],
     link: str | None = None,
-    max_errors: int = 100,
+    max_errors: int | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> ApiResponse:
     """The error body of a contract: the one envelope helper of the three façades.
 
     ``shape="error"`` (v2): ``{"error": {"status", "message"}}``, the problems joined
     by "; ". ``shape="errors"`` (v1, voice): ``{"errors": [{"status", "detail"[, "link"]}]}``,
-    one entry per problem, at most ``max_errors`` (the last one says how many more).
+    one entry per problem, at most ``max_errors`` when given (the last one says how many more).
 
     >>> error_response(400, ["a", "b"], shape="error").body
     {'error': {'status': 400, 'message': 'a; b'}}
@@ -75,7 +75,7 @@ def error_response(
     if shape == "error":
         return ApiResponse(status, {"error": {"status": status, "message": "; ".join(problems)}}, dict(headers or {}))
     listed = list(problems)
-    if len(listed) > max_errors:
+    if max_errors is not None and len(listed) > max_errors:
         listed = [*listed[: max_errors - 1], f"... and {len(listed) - max_errors + 1} more problems"]
     entries = [{"status": status, "detail": p, **({"link": link} if link is not None else {})} for p in listed]
     return ApiResponse(status, {"errors": entries}, dict(headers or {}))

@@ -254,10 +254,12 @@ class Sessions:
                 try:
                     self.learners.tracker.write(app, plan, check=True)
                 except StaleError:  # another process wrote this learner meanwhile: redo inside
+                    current = self.learners.tracker.state(app, spec.user_id, model)
                     plan = self.learners.tracker.plan(app, interactions)
                     self.learners.tracker.write(app, plan)
                     entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
-                entry = entries.get((app, *learner)) or self.learners.tracker.state(app, spec.user_id, model)
+                # nothing new to write: the state brought up to date above is the one to use
+                entry = entries.get((app, *learner), current)
                 session = self._session_by_id(app, session.session_id)  # as stored now
                 latest = max((i.timestamp for i in plan.changed), default=None)
                 session = session.with_interactions(plan.new, latest)

@@ -201,7 +201,6 @@ class Tracker:
         if cache_bytes < 0:
             raise ValueError(f"cache_bytes must be non-negative, got {cache_bytes}")
         self.store = store
-        self.cache_bytes = cache_bytes
         self._cache: LRUCache[tuple[str, str, str], _Cached] = LRUCache(
             max_bytes=cache_bytes, sizeof=lambda entry: entry.nbytes
         )
@@ -258,17 +257,15 @@ class Tracker:
     ) -> _Cached:
         """The cached entry relabelled to the stored ``revision`` (marked dirty where others wrote)."""
         if cached is None or cached.fingerprint != catalog.fingerprint or cached.revision > revision:
-            return _Cached(
-                revision, catalog.fingerprint, catalog.model.new_state(), -math.inf, None, dirty_from=-math.inf
-            )
+            # to be rebuilt from the whole history: the (shared, unused) empty state stands in
+            return replace(catalog.empty_entry(), revision=revision, dirty_from=-math.inf)
         if cached.revision == revision:
             return cached
         # another process wrote: the revision log says from which timestamp on
-        wanted = range(cached.revision + 1, revision + 1)
         lows = {int(r): float(e) for r, e in log}
-        low = min((lows[r] for r in wanted if r in lows), default=-math.inf)
-        if any(r not in lows for r in wanted):
-            low = -math.inf
+        wanted = range(cached.revision + 1, revision + 1)
+        # a write the log no longer holds could have touched anything: rebuild from the start
+        low = min(lows[r] for r in wanted) if all(r in lows for r in wanted) else -math.inf
         if cached.pending:
             low = min(low, min(i.epoch for i in cached.pending))
         if cached.dirty_from is not None:
@@ -299,7 +296,7 @@ class Tracker:
             base = valid[-1]
             start = _Cached(entry.revision, entry.fingerprint, base.state, base.latest, base.last_attempt)
         else:
-            start = _Cached(entry.revision, entry.fingerprint, catalog.model.new_state(), -math.inf, None)
+            start = replace(catalog.empty_entry(), revision=entry.revision)
         if history is None:
             tail = self.history(app, user, catalog.index.catalog_id, after=start.latest)
         else:
@@ -430,7 +427,7 @@ class Tracker:
             ):
                 continue  # rebuilt from the store when next read
             if revision == 0:
-                base = _Cached(0, catalog.fingerprint, catalog.model.new_state(), -math.inf, None)
+                base = catalog.empty_entry()
             else:
                 base = self._base(app, user, catalog, cached, revision, log)
             dirty = base.dirty_from

@@ -42,7 +42,7 @@ FormValue = str | Sequence[str]
 
 
 def _error(status: int, *details: str) -> ApiResponse:
-    return error_response(status, details, shape="errors", max_errors=len(details) or 1)
+    return error_response(status, details, shape="errors")
 
 
 class VoiceApi:
