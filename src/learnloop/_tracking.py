@@ -35,9 +35,10 @@ import numpy as np
 from learnloop._lru import LRUCache
 from learnloop.content import CatalogIndex
 from learnloop.events import Interaction, format_timestamp
+from learnloop.recommend.view import catalog_topics
 from learnloop.store import Store
 from learnloop.store.base import json_doc
-from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
+from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState
 
 __all__ = ["CatalogModel", "Tracker"]
 
@@ -70,9 +71,7 @@ class CatalogModel:
     ) -> CatalogModel:
         """``calibration`` maps item ids to calibrated ``{"b": ..., "a": ...}``;
         items without one keep their cold-start difficulty."""
-        topics = index.derived(
-            "tracing.topic_structure", lambda ix: TopicStructure.from_arrays(ix.topic_parent, ix.prerequisite_edges)
-        )
+        topics = catalog_topics(index)
         items = ItemParams.from_catalog(
             item_topic=index.item_topic,
             difficulty=index.difficulty,

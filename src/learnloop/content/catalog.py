@@ -184,13 +184,13 @@ class _KeyPositions:
     @classmethod
     def build(cls, groups: Mapping[str, list[int]]) -> _KeyPositions:
         codes = {key: k for k, key in enumerate(groups)}
-        counts = np.fromiter((len(v) for v in groups.values()), dtype=np.int32, count=len(groups))
+        counts = np.fromiter((len(v) for v in groups.values()), dtype=np.intp, count=len(groups))
         flat = [p for v in groups.values() for p in v]
-        return cls(codes=codes, counts=counts, flat=np.asarray(flat, dtype=np.int64))
+        return cls(codes=codes, counts=counts, flat=np.asarray(flat, dtype=np.intp))
 
     def mask(self, n: int, keys: Iterable[str]) -> BoolArray:
         """Positions of any of ``keys`` (unknown keys match nothing)."""
-        codes = np.fromiter(map(self.codes.get, keys, repeat(-1)), dtype=np.int64)
+        codes = np.fromiter(map(self.codes.get, keys, repeat(-1)), dtype=np.intp)
         selected = np.zeros(len(self.counts), dtype=bool)
         selected[codes[codes >= 0]] = True
         mask = np.zeros(n, dtype=bool)
@@ -243,8 +243,9 @@ class CatalogIndex:
     def derived(self, name: str, make: Callable[[CatalogIndex], _T]) -> _T:
         """A structure derived from this compiled catalog, made once and kept with it.
 
-        The topic graph's derived forms (the learner model's topic structure, the
-        policies' requirements) are computed once per compiled catalog through
+        The topic graph's one derived form (:class:`learnloop.tracing.TopicStructure`,
+        read by the learner model and the policies alike) and the policies'
+        item-dependent arrays are computed once per compiled catalog through
         this, not once per use.
         """
         found = self._derived.get(name)
@@ -269,7 +270,7 @@ class CatalogIndex:
 
     def subtree_mask(self, topic_ids: Iterable[str]) -> BoolArray:
         """Positions under any of ``topic_ids`` (sub-topics included)."""
-        topics = np.fromiter((self.topic_index[t] for t in topic_ids), dtype=np.int64)
+        topics = np.fromiter((self.topic_index[t] for t in topic_ids), dtype=np.intp)
         n = self.n_items
         if len(topics) <= 8:  # a few slices beat the counting below
             mask = np.zeros(n, dtype=bool)
@@ -305,7 +306,7 @@ class CatalogIndex:
 
 
 def _positions(groups: Mapping[str, list[int]]) -> dict[str, IntArray]:
-    return {key: np.asarray(value, dtype=np.int32) for key, value in groups.items()}
+    return {key: np.asarray(value, dtype=np.intp) for key, value in groups.items()}
 
 
 def compile_catalog(catalog: Catalog, items: Mapping[str, Item]) -> CatalogIndex:
@@ -406,15 +407,15 @@ def compile_catalog(catalog: Catalog, items: Mapping[str, Item]) -> CatalogIndex
         catalog=catalog,
         topic_ids=topic_ids,
         topic_index=topic_index,
-        topic_parent=np.asarray(parent_of, dtype=np.int32),
-        topic_depth=np.asarray(depth_of, dtype=np.int32),
-        topic_start=np.asarray(start, dtype=np.int32),
-        topic_end=np.asarray(end, dtype=np.int32),
+        topic_parent=np.asarray(parent_of, dtype=np.intp),
+        topic_depth=np.asarray(depth_of, dtype=np.intp),
+        topic_start=np.asarray(start, dtype=np.intp),
+        topic_end=np.asarray(end, dtype=np.intp),
         hierarchy=hierarchy,
         prerequisites=prerequisites,
-        prerequisite_edges=np.asarray(edges, dtype=np.int32).reshape(-1, 2),
+        prerequisite_edges=np.asarray(edges, dtype=np.intp).reshape(-1, 2),
         item_ids=tuple(item_ids),
-        item_topic=np.asarray(item_topic, dtype=np.int32),
+        item_topic=np.asarray(item_topic, dtype=np.intp),
         difficulty=np.asarray(difficulty, dtype=np.float64),
         scorable=np.asarray(scorable, dtype=bool),
         is_theory=np.asarray(is_theory, dtype=bool),
@@ -432,4 +433,4 @@ def compile_catalog(catalog: Catalog, items: Mapping[str, Item]) -> CatalogIndex
 
 def _item_codes(item_ids: Sequence[str], groups: Mapping[str, Any]) -> IntArray:
     codes = {item_id: k for k, item_id in enumerate(groups)}
-    return np.fromiter((codes[i] for i in item_ids), dtype=np.int32, count=len(item_ids))
+    return np.fromiter((codes[i] for i in item_ids), dtype=np.intp, count=len(item_ids))

@@ -9,15 +9,16 @@ import numpy as np
 
 from learnloop._types import BoolArray, FloatArray, IntArray
 from learnloop.content import CatalogIndex
+from learnloop.tracing import TopicStructure
 
 __all__ = [
     "LearnerView",
-    "TopicRequirements",
+    "TopicExercises",
+    "catalog_topics",
     "ready_topics",
     "required_prerequisites",
     "subtree_sums",
-    "topic_structure",
-    "topic_subtree_end",
+    "topic_exercises",
 ]
 
 
@@ -28,83 +29,63 @@ def subtree_sums(index: CatalogIndex, values: FloatArray) -> FloatArray:
 
 
 @dataclass(frozen=True, eq=False)
-class TopicRequirements:
-    """What the policies need of a catalog's topic graph, as flat arrays (built once per catalog).
+class TopicExercises:
+    """What the policies need of a catalog beyond its topic graph (built once per catalog).
 
-    ``requirements``: for each topic, the topics it needs mastered first (its own
-    prerequisites and its ancestors'), flattened as ``(req_owner, req_topic)``
-    pairs; ``leaf_owner``/``leaf_topic`` pair each topic with the leaf topics
-    holding exercises in its subtree; ``scorable_count`` counts each subtree's
-    scorable items.
+    The graph itself (requirements, ancestors, leaves) is the catalog's one
+    :class:`~learnloop.tracing.TopicStructure` (:func:`catalog_topics`); this adds
+    what depends on the items: ``scorable_count`` counts each subtree's scorable
+    items, and ``leaf_owner``/``leaf_topic`` pair each topic with the leaf
+    topics holding exercises below it.
     """
 
-    requirements: tuple[IntArray, ...]
-    req_owner: IntArray
-    req_topic: IntArray
     leaf_owner: IntArray
     leaf_topic: IntArray
-    subtree_end: IntArray
     scorable_count: FloatArray
 
 
-def topic_structure(index: CatalogIndex) -> TopicRequirements:
-    """The :class:`TopicRequirements` of a compiled catalog (made once, kept on the index)."""
-    return index.derived("recommend.topic_requirements", _topic_requirements)
+def catalog_topics(index: CatalogIndex) -> TopicStructure:
+    """The catalog's one :class:`~learnloop.tracing.TopicStructure` (made once, kept on the index)."""
+    return index.derived("topics", _make_topics)
 
 
-def _topic_requirements(index: CatalogIndex) -> TopicRequirements:
-    n = index.n_topics
-    direct: list[list[int]] = [[] for _ in range(n)]
-    for pre, post in index.prerequisite_edges.tolist():
-        direct[post].append(pre)
-    requirements: list[IntArray] = []
-    for t in range(n):
-        needed = set(direct[t])
-        for ancestor in index.topic_ancestors(t):
-            needed.update(direct[ancestor])
-        requirements.append(np.asarray(sorted(needed), dtype=np.int64))
-    end = np.arange(1, n + 1, dtype=np.int64)
-    for t in range(n - 1, -1, -1):
-        parent = int(index.topic_parent[t])
-        if parent >= 0 and end[t] > end[parent]:
-            end[parent] = end[t]
+def _make_topics(index: CatalogIndex) -> TopicStructure:
+    return TopicStructure.from_arrays(index.topic_parent, index.prerequisite_edges)
+
+
+def topic_exercises(index: CatalogIndex) -> TopicExercises:
+    """The :class:`TopicExercises` of a compiled catalog (made once, kept on the index)."""
+    return index.derived("recommend.topic_exercises", _topic_exercises)
+
+
+def _topic_exercises(index: CatalogIndex) -> TopicExercises:
+    topics = catalog_topics(index)
     scorable_count = subtree_sums(index, index.scorable.astype(np.float64))
-    is_leaf = end - np.arange(n) == 1
-    owners: list[int] = []
-    leaves: list[int] = []
-    for t in range(n):
-        if not is_leaf[t]:
-            for c in range(t + 1, int(end[t])):
-                if is_leaf[c] and scorable_count[c] > 0:
-                    owners.append(t)
-                    leaves.append(c)
-    structure = TopicRequirements(
-        requirements=tuple(requirements),
-        req_owner=np.repeat(np.arange(n, dtype=np.int64), [r.size for r in requirements]),
-        req_topic=np.concatenate(requirements) if requirements else np.zeros(0, dtype=np.int64),
-        leaf_owner=np.asarray(owners, dtype=np.int64),
-        leaf_topic=np.asarray(leaves, dtype=np.int64),
-        subtree_end=end,
+    leaves = np.flatnonzero(topics.is_leaf & (scorable_count > 0))
+    depth = topics.depth[leaves]
+    # each such leaf pairs with every one of its ancestors (the chain's columns 1..depth)
+    owner_rows = np.repeat(leaves, depth)
+    columns = np.concatenate([np.arange(1, d + 1) for d in depth.tolist()]) if leaves.size else leaves
+    owners = topics.chains[owner_rows, columns]
+    order = np.lexsort((owner_rows, owners))
+    return TopicExercises(
+        leaf_owner=owners[order].astype(np.intp),
+        leaf_topic=owner_rows[order].astype(np.intp),
         scorable_count=scorable_count,
     )
-    return structure
 
 
 def required_prerequisites(index: CatalogIndex) -> tuple[IntArray, ...]:
     """For each topic, the topics it needs mastered first: its own prerequisites and its ancestors'."""
-    return topic_structure(index).requirements
-
-
-def topic_subtree_end(index: CatalogIndex) -> IntArray:
-    """Topics are in pre-order, so topic ``t``'s subtree is topics ``t .. end[t]-1``."""
-    return topic_structure(index).subtree_end
+    topics = catalog_topics(index)
+    return tuple(topics.requires(t) for t in range(topics.n_topics))
 
 
 def ready_topics(index: CatalogIndex, mastered: BoolArray) -> BoolArray:
     """Topics whose every requirement is mastered."""
-    structure = topic_structure(index)
+    topics = catalog_topics(index)
     unmet = np.bincount(
-        structure.req_owner, weights=(~mastered[structure.req_topic]).astype(np.float64), minlength=index.n_topics
+        topics.req_owner, weights=(~mastered[topics.req_idx]).astype(np.float64), minlength=index.n_topics
     )
     return unmet == 0
 
@@ -156,7 +137,7 @@ class LearnerView:
     @cached_property
     def topic_skill(self) -> FloatArray:
         """Mean predicted success over each topic's scorable items (NaN when it has none)."""
-        count = topic_structure(self.index).scorable_count
+        count = topic_exercises(self.index).scorable_count
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(count > 0, self._sums[1] / np.maximum(count, 1.0), np.nan)
 
@@ -195,7 +176,7 @@ class LearnerView:
             by_skill = (skill >= threshold) & (self.topic_attempts >= min_attempts)
         mastered = np.where(np.isnan(skill), all_done, by_skill | self.streaks(length=streak))
         # a topic with sub-topics is mastered when every leaf below it that holds exercises is
-        structure = topic_structure(index)
+        structure = topic_exercises(index)
         if structure.leaf_owner.size:
             unmet = np.bincount(
                 structure.leaf_owner,
