@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
+import sys
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import pydantic
 
+from learnloop._http import decode_json_body
 from learnloop._types import IDENTIFIER_PATTERN
 from learnloop.errors import ValidationError
 
-__all__ = ["describe_validation_error", "field_path", "parse", "shown"]
+__all__ = ["describe_validation_error", "field_path", "parse", "shown", "validate_json_body"]
 
 _M = TypeVar("_M", bound=pydantic.BaseModel)
 
@@ -96,3 +100,48 @@ def parse(model: type[_M], value: Any, *, where: str = "") -> _M:
         if where:
             problems = [p.replace("'", f"'{where}.", 1) if p.startswith("'") else f"{where}: {p}" for p in problems]
         raise ValidationError(problems) from None
+
+
+def validate_json_body(model: type[_M], body: Any) -> _M:
+    """A request body (JSON bytes or text, a dict, or None) as a ``model``, in one pass.
+
+    Bytes and text go straight to pydantic's JSON parser (strict mode); only
+    when that fails is the body decoded again, to tell a body that is not a
+    JSON object (:class:`~learnloop._http.BodyError`, with the message of
+    :func:`~learnloop._http.decode_json_body`) from one that breaks the model
+    (``pydantic.ValidationError``). An empty body is the empty object. Integer
+    literals longer than Python converts are refused as malformed, as
+    :func:`json.loads` does.
+
+    >>> from learnloop.content import Filter
+    >>> validate_json_body(Filter, b'{"include_tags": ["a"]}').include_tags
+    ('a',)
+    >>> validate_json_body(Filter, b"[1]")
+    Traceback (most recent call last):
+    ...
+    learnloop._http.BodyError: body must be a JSON object, not list
+    """
+    if isinstance(body, (bytes, bytearray, memoryview, str)):
+        raw = body.encode("utf-8", errors="surrogatepass") if isinstance(body, str) else bytes(body)
+        if raw.strip():
+            try:
+                request = model.model_validate_json(raw, strict=True)
+            except pydantic.ValidationError:
+                decode_json_body(raw)  # raises BodyError when the body is no JSON object at all
+                raise
+            overlong = _overlong_integer()
+            if overlong is not None and overlong.search(raw):
+                decode_json_body(raw)  # raises BodyError when the digits are an integer literal
+            return request
+    decoded, raw = decode_json_body(body)
+    return model.model_validate_json(raw if decoded is not None else b"{}", strict=True)
+
+
+def _overlong_integer() -> re.Pattern[bytes] | None:
+    limit = sys.get_int_max_str_digits()
+    return None if limit <= 0 else _digit_run(limit + 1)
+
+
+@lru_cache(maxsize=4)
+def _digit_run(length: int) -> re.Pattern[bytes]:
+    return re.compile(rb"[0-9]{%d}" % length)

@@ -17,13 +17,12 @@ from learnloop._http import (
     ApiResponse,
     BodyError,
     check_api_keys,
-    decode_json_body,
     error_response,
     header_problems,
     resolve_api_key,
 )
 from learnloop._types import Identifier
-from learnloop._validation import describe_validation_error
+from learnloop._validation import describe_validation_error, validate_json_body
 from learnloop.content import Catalog, Filter, ItemDatabaseAnnotation, ItemList
 from learnloop.engine import Engine
 from learnloop.errors import (
@@ -146,11 +145,9 @@ class V2Api:
             return _error(401, "missing or wrong X-API-KEY header")
         model, handler = route
         try:
-            decoded, raw = decode_json_body(body)
+            request = validate_json_body(model, body)
         except BodyError as exc:
             return _error(400, str(exc))
-        try:
-            request = model.model_validate_json(raw if decoded is not None else b"{}", strict=True)
         except pydantic.ValidationError as exc:
             return _error(400, "invalid request: " + "; ".join(describe_validation_error(exc)))
         try:
