@@ -167,14 +167,23 @@ class Sessions:
             constraint_counts=(0,) * len(constraints),
         )
         self.store.put_many("sessions", app, [((session_id,), state.to_doc())])
+        self._specs.put((app, session_id), parsed)
         return self._signer.sign(app, "s", {"id": session_id})
 
     def session(self, session_context: str, *, app: str = "default") -> SessionState:
+        return self._session_by_id(app, self._session_id(session_context, app))
+
+    def _session_id(self, session_context: str, app: str) -> str:
         payload = self._signer.verify(session_context, app=app, kind="s")
         session_id = payload.get("id")
         if not isinstance(session_id, str) or not session_id:
             raise ContextError("malformed context")
-        return self._session_by_id(app, session_id)
+        return session_id
+
+    def _spec(self, app: str, session_id: str) -> SessionSpec:
+        """A session's spec (it never changes): from the cache, else from the stored session."""
+        spec = self._specs.get((app, session_id))
+        return spec if spec is not None else self._session_by_id(app, session_id).spec
 
     def _session_by_id(self, app: str, session_id: str) -> SessionState:
         doc = self.store.get("sessions", app, (session_id,))
@@ -199,8 +208,8 @@ class Sessions:
     def adaptive_step(self, session_context: str, events: ContextEvents = (), *, app: str = "default") -> AdaptiveStep:
         parsed = _contextual(events)
         self.learners.check_events_count(len(parsed))
-        session = self.session(session_context, app=app)
-        spec = session.spec
+        session_id = self._session_id(session_context, app)
+        spec = self._spec(app, session_id)
         model = self.content.catalog_model(spec.catalog_id, app=app)
         index = model.index
         interactions: list[Interaction] = []
@@ -215,7 +224,7 @@ class Sessions:
             if not all(isinstance(rec.get(k), str) for k in ("s", "i", "t")):
                 problems.append(f"{where}.recommendation_context: malformed context")
                 continue
-            if rec["s"] != session.session_id:
+            if rec["s"] != session_id:
                 problems.append(f"{where}.recommendation_context: it belongs to another session")
                 continue
             position = index.position(rec["i"], rec["t"])
@@ -234,7 +243,7 @@ class Sessions:
                     catalog_id=spec.catalog_id,
                     item_id=rec["i"],
                     topic_id=rec["t"],
-                    session_id=session.session_id,
+                    session_id=session_id,
                     practice=spec.mode.type != "assess",
                 )
             )
@@ -251,6 +260,7 @@ class Sessions:
             plan = self.learners.tracker.plan(app, interactions, revisions={learner: current.revision})
             entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
             with self.store.atomic():
+                session = self._session_by_id(app, session_id)  # as stored now (raises before any write)
                 try:
                     self.learners.tracker.write(app, plan, check=True)
                 except StaleError:  # another process wrote this learner meanwhile: redo inside
@@ -260,7 +270,6 @@ class Sessions:
                     entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
                 # nothing new to write: the state brought up to date above is the one to use
                 entry = entries.get((app, *learner), current)
-                session = self._session_by_id(app, session.session_id)  # as stored now
                 latest = max((i.timestamp for i in plan.changed), default=None)
                 session = session.with_interactions(plan.new, latest)
                 if spec.mode.type == "assess":

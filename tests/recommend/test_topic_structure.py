@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 
 from learnloop import Engine
 from learnloop.content import Catalog, Item, compile_catalog
-from learnloop.recommend.view import catalog_topics, ready_topics, required_prerequisites, topic_exercises
+from learnloop.recommend.view import (
+    catalog_topics,
+    ready_topics,
+    required_prerequisites,
+    subtree_sums,
+    topic_exercises,
+)
 from learnloop.sim import sample_course
 from learnloop.tracing import TopicStructure
 
@@ -82,3 +88,20 @@ def test_ready_topics_and_exercise_leaves_on_a_small_catalog() -> None:
     exercises = topic_exercises(index)
     assert sorted(zip(exercises.leaf_owner.tolist(), exercises.leaf_topic.tolist(), strict=True)) == [(0, a), (0, b)]
     assert exercises.scorable_count.tolist() == [3.0, 1.0, 2.0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(0, 5), st.booleans(), st.integers(0, 2**32 - 1))
+def test_subtree_sums_equal_the_sums_over_each_topics_positions(
+    chapters: int, per_chapter: int, per_topic: int, theory: bool, seed: int
+) -> None:
+    items, catalog = sample_course(
+        n_chapters=chapters, topics_per_chapter=per_chapter, items_per_topic=per_topic, with_theory=theory, seed=seed
+    )
+    index = compile_catalog(catalog, {i.item_id: i for i in items})
+    values = np.random.default_rng(seed).normal(size=(3, index.n_items))
+    expected = np.array(
+        [[row[s:e].sum() for s, e in zip(index.topic_start, index.topic_end, strict=True)] for row in values]
+    )
+    np.testing.assert_allclose(subtree_sums(index, values), expected, atol=1e-9)
+    np.testing.assert_allclose(subtree_sums(index, values[0]), expected[0], atol=1e-9)

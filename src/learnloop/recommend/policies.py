@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop._types import BoolArray
-from learnloop.recommend.view import LearnerView, ready_topics, required_prerequisites
+from learnloop.recommend.view import LearnerView, catalog_topics, ready_topics
 
 __all__ = ["AssessPolicy", "LearnPolicy", "Pick", "Policy", "ReviewPolicy", "policy_for"]
 
@@ -121,7 +121,7 @@ class LearnPolicy(Policy):
         index = view.index
         candidates = _without(eligible, previous)
         mastered = view.mastered(threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak)
-        needs = required_prerequisites(index)
+        requires = catalog_topics(index).requires
         ready_topic = ready_topics(index, mastered)
         ready = candidates & ready_topic[index.item_topic]
 
@@ -154,7 +154,7 @@ class LearnPolicy(Policy):
             position = _first(open_pool)
             topic = int(index.item_topic[position])
             in_topic = open_pool & (index.item_topic == topic)
-            return self._in_topic(view, in_topic, topic, ready_is_known=bool(ready.any()), needs=needs[topic])
+            return self._in_topic(view, in_topic, topic, ready_is_known=bool(ready.any()), needs=requires(topic))
         # every reachable topic is mastered: practise the weakest
         positions = np.flatnonzero(pool)
         position = int(positions[np.argmin(view.p_correct[positions] + 0.01 * view.attempts[positions])])

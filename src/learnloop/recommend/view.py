@@ -23,9 +23,47 @@ __all__ = [
 
 
 def subtree_sums(index: CatalogIndex, values: FloatArray) -> FloatArray:
-    """Sum of ``values`` (one per position) over each topic's subtree, by prefix sums."""
-    prefix = np.concatenate(([0.0], np.cumsum(values, dtype=np.float64)))
-    return prefix[index.topic_end] - prefix[index.topic_start]
+    """Sum of ``values`` (one per position, along the last axis) over each topic's subtree.
+
+    Positions under a topic form a contiguous range, so the positions split into
+    *segments* (runs between consecutive topic range boundaries): one
+    ``np.add.reduceat`` sums the segments and each topic adds up its own
+    segments, far fewer than its positions.
+
+    >>> from learnloop.sim import sample_course
+    >>> from learnloop.content import compile_catalog
+    >>> items, catalog = sample_course(n_chapters=2, topics_per_chapter=2, items_per_topic=3)
+    >>> index = compile_catalog(catalog, {i.item_id: i for i in items})
+    >>> subtree_sums(index, np.ones(index.n_items)).tolist() == (index.topic_end - index.topic_start).tolist()
+    True
+    """
+    segments = index.derived("recommend.segments", _segments)
+    values = np.asarray(values, dtype=np.float64)
+    shape = (*values.shape[:-1], segments.bounds.size + 1)
+    prefix = np.zeros(shape)
+    if segments.bounds.size:
+        np.cumsum(np.add.reduceat(values, segments.bounds, axis=-1), axis=-1, out=prefix[..., 1:])
+    return prefix[..., segments.end] - prefix[..., segments.start]
+
+
+@dataclass(frozen=True, eq=False)
+class _Segments:
+    """``bounds``: first position of each segment; per topic, its first segment and the one past its last."""
+
+    bounds: IntArray
+    start: IntArray
+    end: IntArray
+
+
+def _segments(index: CatalogIndex) -> _Segments:
+    n = index.n_items
+    cuts = np.unique(np.concatenate(([0], index.topic_start, index.topic_end)).astype(np.intp))
+    bounds = cuts[cuts < n]
+    return _Segments(
+        bounds=bounds,
+        start=np.searchsorted(bounds, index.topic_start).astype(np.intp),
+        end=np.searchsorted(bounds, index.topic_end).astype(np.intp),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,13 +160,11 @@ class LearnerView:
         """Subtree sums of attempts, of scorable predicted success and of items not yet done."""
         index = self.index
         done = (self.attempts > 0) | (self.viewed >= 1.0)
-        stacked = np.empty((3, index.n_items + 1))
-        stacked[:, 0] = 0.0
-        stacked[0, 1:] = self.attempts
-        np.multiply(self.p_correct, index.scorable, out=stacked[1, 1:])
-        stacked[2, 1:] = ~done
-        np.cumsum(stacked, axis=1, out=stacked)
-        return stacked[:, index.topic_end] - stacked[:, index.topic_start]
+        stacked = np.empty((3, index.n_items))
+        stacked[0] = self.attempts
+        np.multiply(self.p_correct, index.scorable, out=stacked[1])
+        stacked[2] = ~done
+        return subtree_sums(index, stacked)
 
     @property
     def topic_attempts(self) -> FloatArray:
