@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from learnloop._lru import LRUCache
+from learnloop._revisions import Revision
 from learnloop.content import CatalogIndex
 from learnloop.events import Interaction, format_timestamp
 from learnloop.recommend.view import catalog_topics
@@ -46,8 +47,6 @@ __all__ = ["CatalogModel", "Tracker"]
 CHECKPOINT_EVERY = 2048
 #: checkpoints kept per learner (spread over the history when there are more)
 MAX_CHECKPOINTS = 8
-#: writes remembered in a learner's revision document (for other processes to catch up from)
-REVISION_LOG = 16
 #: default bound of the learner-state cache, in bytes
 DEFAULT_CACHE_BYTES = 256 * 2**20
 
@@ -170,17 +169,16 @@ class Plan:
     new: int
     by_learner: dict[tuple[str, str], list[Interaction]]
     rewrites: set[tuple[str, str]]
-    revisions: dict[tuple[str, str], tuple[int, list[list[float]]]]
+    revisions: dict[tuple[str, str], Revision]
+    #: the revisions were read from the store (not given by the caller)
+    read: bool = True
+
+
+_NONE = Revision()
 
 
 class StaleError(Exception):
     """The store changed between planning and writing (another process wrote)."""
-
-
-def _revision(doc: Any) -> tuple[int, list[list[float]]]:
-    if not isinstance(doc, dict):
-        return 0, []
-    return int(doc.get("rev", 0)), list(doc.get("log", []))
 
 
 def _order(rows: Iterable[Interaction]) -> list[Interaction]:
@@ -240,36 +238,35 @@ class Tracker:
         """
         catalog_id = catalog.index.catalog_id
         key = (app, user, catalog_id)
-        revision, log = _revision(self.store.get("learners", app, (user, catalog_id)))
-        if revision == 0:
+        revision = Revision.from_doc(self.store.get("learners", app, (user, catalog_id)))
+        if revision.rev == 0:
             return catalog.empty_entry()
         cached = self._get(key)
-        entry = self._base(app, user, catalog, cached, revision, log)
+        entry = self._base(catalog, cached, revision)
         if not entry.current:
             entry = self._catch_up(app, user, catalog, entry)
         if entry is not cached:
             self._remember(key, entry)
         return entry
 
-    def _base(
-        self, app: str, user: str, catalog: CatalogModel, cached: _Cached | None, revision: int, log: list[list[float]]
-    ) -> _Cached:
+    @staticmethod
+    def _base(catalog: CatalogModel, cached: _Cached | None, revision: Revision) -> _Cached:
         """The cached entry relabelled to the stored ``revision`` (marked dirty where others wrote)."""
-        if cached is None or cached.fingerprint != catalog.fingerprint or cached.revision > revision:
+        if cached is None or cached.fingerprint != catalog.fingerprint or cached.revision > revision.rev:
             # to be rebuilt from the whole history: the (shared, unused) empty state stands in
-            return replace(catalog.empty_entry(), revision=revision, dirty_from=-math.inf)
-        if cached.revision == revision:
+            return replace(catalog.empty_entry(), revision=revision.rev, dirty_from=-math.inf)
+        if cached.revision == revision.rev:
             return cached
-        # another process wrote: the revision log says from which timestamp on
-        lows = {int(r): float(e) for r, e in log}
-        wanted = range(cached.revision + 1, revision + 1)
-        # a write the log no longer holds could have touched anything: rebuild from the start
-        low = min(lows[r] for r in wanted) if all(r in lows for r in wanted) else -math.inf
+        # another process wrote: the revision document says from which time on (+inf: it only
+        # appended events later than any stored, -inf: unknown, rebuild from the start)
+        low = revision.changed_since(cached.revision)
+        if low is None:
+            low = math.inf
         if cached.pending:
             low = min(low, min(i.epoch for i in cached.pending))
         if cached.dirty_from is not None:
             low = min(low, cached.dirty_from)
-        return replace(cached, revision=revision, pending=(), dirty_from=low)
+        return replace(cached, revision=revision.rev, pending=(), dirty_from=low)
 
     def _catch_up(
         self, app: str, user: str, catalog: CatalogModel, entry: _Cached, history: Sequence[Interaction] | None = None
@@ -290,17 +287,28 @@ class Tracker:
             dirty_from = entry.dirty_from
             if entry.pending:
                 dirty_from = min(dirty_from, min(i.epoch for i in entry.pending))
-        valid = tuple(c for c in entry.checkpoints if c.latest < dirty_from)
-        if valid:
-            base = valid[-1]
-            start = _Cached(entry.revision, entry.fingerprint, base.state, base.latest, base.last_attempt)
+        if dirty_from > entry.latest:
+            # every change is later than the cached state: continue from it
+            start = replace(entry, pending=(), dirty_from=None)
+            valid = entry.checkpoints
         else:
-            start = replace(catalog.empty_entry(), revision=entry.revision)
+            valid = tuple(c for c in entry.checkpoints if c.latest < dirty_from)
+            start = self._start(catalog, entry, valid)
         if history is None:
             tail = self.history(app, user, catalog.index.catalog_id, after=start.latest)
         else:
             tail = [i for i in history if i.epoch > start.latest]
         return self._apply(catalog, start, tail, valid)
+
+    @staticmethod
+    def _start(catalog: CatalogModel, entry: _Cached, valid: tuple[_Checkpoint, ...]) -> _Cached:
+        """The state to replay from: the latest of the ``valid`` checkpoints, else the empty state."""
+        if valid:
+            base = valid[-1]
+            start = _Cached(entry.revision, entry.fingerprint, base.state, base.latest, base.last_attempt)
+        else:
+            start = replace(catalog.empty_entry(), revision=entry.revision)
+        return start
 
     @staticmethod
     def _apply(
@@ -371,12 +379,11 @@ class Tracker:
         for interaction in changed:
             by_learner.setdefault((interaction.user_id, interaction.catalog_id), []).append(interaction)
         if revisions is not None and all(learner in revisions for learner in by_learner):
-            known: dict[tuple[str, str], tuple[int, list[list[float]]]] = {
-                learner: (revisions[learner], []) for learner in by_learner
-            }
-        else:
-            found = self.store.get_many("learners", app, list(by_learner))
-            known = {(k[0], k[1]): _revision(doc) for k, doc in found.items()}
+            # only the numbers are known: what happened before them is not (floor)
+            known = {learner: Revision(revisions[learner], floor=revisions[learner]) for learner in by_learner}
+            return Plan(changed, new, by_learner, rewrites, known, read=False)
+        found = self.store.get_many("learners", app, list(by_learner))
+        known = {(k[0], k[1]): Revision.from_doc(doc) for k, doc in found.items()}
         return Plan(changed, new, by_learner, rewrites, known)
 
     def write(self, app: str, plan: Plan, *, check: bool = False) -> None:
@@ -389,20 +396,18 @@ class Tracker:
         """
         if not plan.changed:
             return
-        if check:
+        now = plan.revisions
+        if check or not plan.read:
             found = self.store.get_many("learners", app, list(plan.by_learner))
-            now = {(k[0], k[1]): _revision(doc) for k, doc in found.items()}
-            if any(now.get(k, (0, []))[0] != plan.revisions.get(k, (0, []))[0] for k in plan.by_learner):
+            now = {(k[0], k[1]): Revision.from_doc(doc) for k, doc in found.items()}
+            if check and any(now.get(k, _NONE).rev != plan.revisions.get(k, _NONE).rev for k in plan.by_learner):
                 raise StaleError("a learner's events changed since the plan was made")
-        else:
-            now = plan.revisions
         self.store.put_many("events", app, [(i.key, i.to_doc()) for i in plan.changed])
         updates = []
         for learner, group in plan.by_learner.items():
-            revision, log = now.get(learner, (0, []))
-            low = min(i.epoch for i in group)
-            log = [*log, [revision + 1, low]][-REVISION_LOG:]
-            updates.append((learner, {"rev": revision + 1, "log": log}))
+            epochs = [i.epoch for i in group]
+            after = now.get(learner, _NONE).after_write(min(epochs), max(epochs), rewrite=learner in plan.rewrites)
+            updates.append((learner, after.to_doc()))
         self.store.put_many("learners", app, updates)
 
     def advance(
@@ -419,7 +424,8 @@ class Tracker:
         for (user, catalog_id), group in plan.by_learner.items():
             catalog = catalogs(catalog_id)
             key = (app, user, catalog_id)
-            revision, log = plan.revisions.get((user, catalog_id), (0, []))
+            stored = plan.revisions.get((user, catalog_id), _NONE)
+            revision = stored.rev
             cached = self._get(key)
             if (user, catalog_id) not in wanted and (
                 cached is None or cached.revision != revision or cached.fingerprint != catalog.fingerprint
@@ -428,7 +434,7 @@ class Tracker:
             if revision == 0:
                 base = catalog.empty_entry()
             else:
-                base = self._base(app, user, catalog, cached, revision, log)
+                base = self._base(catalog, cached, stored)
             dirty = base.dirty_from
             if (user, catalog_id) in plan.rewrites:
                 low = min(i.epoch for i in group)

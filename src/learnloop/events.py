@@ -47,16 +47,26 @@ MAX_TIMESTAMP = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
 _RANGE = "0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z"
 
 
-def _in_range(moment: datetime, shown: str) -> datetime:
-    """``moment`` in UTC, when the engine can represent it; else ValueError."""
+#: Between these, epoch seconds as a float and back are known to give the same instant:
+#: the round trip is checked only outside them.
+_SAFE_LOW = datetime(2, 1, 1, tzinfo=UTC)
+_SAFE_HIGH = datetime(9999, 12, 1, tzinfo=UTC)
+
+
+def _in_range(moment: datetime, shown: str | None = None) -> datetime:
+    """``moment`` in UTC, when the engine can represent it; else ValueError
+    naming ``shown`` (the input as given; the datetime's ISO form when None)."""
     try:
         utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        if _SAFE_LOW <= utc <= _SAFE_HIGH:
+            return utc
         if MIN_TIMESTAMP <= utc <= MAX_TIMESTAMP:
             # what the engine does with it: epoch seconds as a float, and back
             datetime.fromtimestamp(utc.timestamp(), UTC)
             return utc
     except (OverflowError, ValueError, OSError):
         pass
+    shown = moment.isoformat() if shown is None else shown
     raise ValueError(f"timestamp {shown} is outside the supported range {_RANGE} (in UTC)")
 
 
@@ -76,7 +86,7 @@ def parse_timestamp(value: str | datetime) -> datetime:
     ValueError: timestamp '9999-12-31T23:59:59-01:00' is outside the supported range 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (in UTC)
     """
     if isinstance(value, datetime):
-        return _in_range(value, value.isoformat())
+        return _in_range(value)
     if not isinstance(value, str) or len(value) > 64:
         raise ValueError(f"not an ISO 8601 timestamp: {value!r:.80}")
     try:
@@ -191,7 +201,9 @@ class Interaction:
         # the instant of the canonical stamp (milliseconds), so that an event read back
         # from the store and the same event as posted fall at the same time
         moment = self.timestamp
-        object.__setattr__(self, "epoch", moment.replace(microsecond=moment.microsecond // 1000 * 1000).timestamp())
+        if moment.microsecond % 1000:
+            moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+        object.__setattr__(self, "epoch", moment.timestamp())
 
     def to_doc(self) -> dict[str, Any]:
         """The stored document (absent optional fields left out)."""

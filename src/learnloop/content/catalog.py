@@ -173,28 +173,36 @@ _T = TypeVar("_T")
 class _KeyPositions:
     """Positions grouped by key (item id, tag, content type), for vectorised lookups.
 
-    ``flat`` holds the positions of key 0, then of key 1, ...; ``counts[k]`` is
-    how many positions key ``k`` has.
+    ``flat`` holds the positions of key 0, then of key 1, ...; key ``k`` has
+    ``counts[k]`` positions from ``flat[starts[k]]`` on.
     """
 
     codes: Mapping[str, int]
     counts: IntArray
+    starts: IntArray
     flat: IntArray
 
     @classmethod
     def build(cls, groups: Mapping[str, list[int]]) -> _KeyPositions:
         codes = {key: k for k, key in enumerate(groups)}
         counts = np.fromiter((len(v) for v in groups.values()), dtype=np.intp, count=len(groups))
+        starts = np.zeros(len(groups), dtype=np.intp)
+        np.cumsum(counts[:-1], out=starts[1:])
         flat = [p for v in groups.values() for p in v]
-        return cls(codes=codes, counts=counts, flat=np.asarray(flat, dtype=np.intp))
+        return cls(codes=codes, counts=counts, starts=starts, flat=np.asarray(flat, dtype=np.intp))
 
     def mask(self, n: int, keys: Iterable[str]) -> BoolArray:
-        """Positions of any of ``keys`` (unknown keys match nothing)."""
+        """Positions of any of ``keys`` (unknown keys match nothing); the work grows with
+        the positions of the keys given, not with the catalog."""
         codes = np.fromiter(map(self.codes.get, keys, repeat(-1)), dtype=np.intp)
-        selected = np.zeros(len(self.counts), dtype=bool)
-        selected[codes[codes >= 0]] = True
+        codes = codes[codes >= 0]
         mask = np.zeros(n, dtype=bool)
-        mask[self.flat[np.repeat(selected, self.counts)]] = True
+        if codes.size:
+            lengths = self.counts[codes]
+            # the ranges flat[starts[c] : starts[c] + counts[c]], gathered without a Python loop
+            ends = np.cumsum(lengths)
+            offsets = np.repeat(self.starts[codes] - ends + lengths, lengths)
+            mask[self.flat[offsets + np.arange(int(ends[-1]))]] = True
         return mask
 
 

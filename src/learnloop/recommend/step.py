@@ -42,12 +42,7 @@ def eligible_positions(session: SessionState, mask: BoolArray, constraint_masks:
 
 def administered_positions(session: SessionState, view: LearnerView) -> BoolArray:
     """Positions of the items already given in this session's assessment."""
-    index = view.index
-    administered = np.zeros(index.n_items, dtype=bool)
-    found = [p for p in map(index.item_positions.get, session.assessed) if p is not None]
-    if found:
-        administered[np.concatenate(found)] = True
-    return administered
+    return view.index.item_mask(session.assessed)
 
 
 def session_step(

@@ -1,0 +1,86 @@
+"""A learner's revision document: what another process needs to bring its cached state up to date.
+
+Every write of a learner's events bumps ``rev``. A write that only *appends*
+(every new event later than every stored one, no stored event overwritten) is
+caught up by applying the events after the cached state's latest; any other
+write is listed in ``late`` with the earliest time it touched, so that a reader
+replays from a checkpoint older than that. ``hi`` is the latest event time
+stored, ``late`` keeps the last :data:`REVISION_LOG` such writes and ``floor``
+says below which revision the list may be incomplete.
+
+>>> doc = Revision().after_write(10.0, 20.0, rewrite=False).after_write(30.0, 30.0, rewrite=False)
+>>> doc.to_doc(), doc.changed_since(1)
+({'rev': 2, 'hi': 30.0}, None)
+>>> late = doc.after_write(5.0, 40.0, rewrite=False)
+>>> late.to_doc(), late.changed_since(1), late.changed_since(3)
+({'rev': 3, 'hi': 40.0, 'late': [[3, 5.0]]}, 5.0, None)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["REVISION_LOG", "Revision"]
+
+#: out-of-order writes remembered in a learner's revision document
+REVISION_LOG = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """``rev``: writes so far; ``hi``: the latest event time stored (None: unknown);
+    ``late``: ``(revision, earliest time)`` of the last writes that did not only append;
+    ``floor``: such writes at revisions up to it may be missing from ``late``."""
+
+    rev: int = 0
+    hi: float | None = None
+    late: tuple[tuple[int, float], ...] = ()
+    floor: int = 0
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> Revision:
+        """Read a stored document (None or junk: no writes yet)."""
+        if not isinstance(doc, dict):
+            return cls()
+        rev = int(doc.get("rev", 0))
+        if "log" in doc:  # the earlier format listed every write, appends included, and no ``hi``
+            log = tuple((int(r), float(e)) for r, e in doc["log"])
+            return cls(rev, None, log, log[0][0] - 1 if log else rev)
+        hi = doc.get("hi")
+        late = tuple((int(r), float(e)) for r, e in doc.get("late", ()))
+        return cls(rev, None if hi is None else float(hi), late, int(doc.get("floor", 0)))
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"rev": self.rev}
+        if self.hi is not None:
+            doc["hi"] = self.hi
+        if self.late:
+            doc["late"] = [list(entry) for entry in self.late]
+        if self.floor:
+            doc["floor"] = self.floor
+        return doc
+
+    def after_write(self, low: float, high: float, *, rewrite: bool) -> Revision:
+        """The document after a write of events from time ``low`` to ``high``
+        (``rewrite``: the write overwrote stored events)."""
+        rev = self.rev + 1
+        first = self.rev == 0
+        appends = not rewrite and (first or (self.hi is not None and low > self.hi))
+        late, floor = self.late, self.floor
+        if not appends:
+            late = (*late, (rev, low))
+            if len(late) > REVISION_LOG:
+                floor = late[-REVISION_LOG - 1][0]
+                late = late[-REVISION_LOG:]
+        hi = high if first else (None if self.hi is None else max(self.hi, high))
+        return Revision(rev, hi, late, floor)
+
+    def changed_since(self, revision: int) -> float | None:
+        """The earliest time touched by a write after ``revision`` that did not only
+        append: None when every such write appended, -inf when it cannot be known."""
+        if revision < self.floor:
+            return -math.inf
+        lows = [low for r, low in self.late if r > revision]
+        return min(lows) if lows else None
