@@ -24,7 +24,7 @@ from learnloop._lru import LRUCache
 from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
-from learnloop.content import Filter
+from learnloop.content import CatalogIndex, Filter
 from learnloop.errors import ContextError, ValidationError
 from learnloop.events import Interaction
 from learnloop.limits import Limits
@@ -69,6 +69,8 @@ class Sessions:
         self.seed = seed
         self.policies = policies
         self._specs: LRUCache[tuple[str, str], SessionSpec] = LRUCache(max_items=4096)
+        # per assessment session: the positions administered so far, for (index, items assessed)
+        self._administered: LRUCache[tuple[str, str], tuple[CatalogIndex, int, BoolArray]] = LRUCache(max_items=1024)
         self._signer = ContextSigner(secret if secret is not None else self._stored_secret())
 
     # -- plumbing -------------------------------------------------------------------
@@ -280,6 +282,22 @@ class Sessions:
             self.learners.tracker.install(entries)
         return step
 
+    def _administered_positions(self, app: str, session: SessionState, index: CatalogIndex) -> BoolArray:
+        """The positions of the items this session has assessed: the list only grows, so the
+        mask of the previous step is extended with the items added since."""
+        key = (app, session.session_id)
+        assessed = session.assessed
+        found = self._administered.get(key)
+        if found is not None and found[0] is index and found[1] <= len(assessed):
+            done = found[1]
+            mask = found[2] | index.item_mask(assessed[done:]) if done < len(assessed) else found[2]
+        else:
+            mask = index.item_mask(assessed)
+        if assessed:
+            mask.flags.writeable = False  # shared with later steps
+            self._administered.put(key, (index, len(assessed), mask))
+        return mask
+
     def _recommend(
         self, app: str, session: SessionState, model: CatalogModel, entry: _Cached
     ) -> tuple[AdaptiveStep, SessionState]:
@@ -289,7 +307,9 @@ class Sessions:
         constraint_masks = [self.content.mask(app, model, c.filter) for c in spec.constraints or ()]
         view = self.learners.view(model, entry, p)
         rng = self._session_rng(app, session, entry.state.n_events)
-        pick, session = session_step(session, view, mask, constraint_masks, self.policies[spec.mode.type], rng)
+        policy = self.policies[spec.mode.type]
+        administered = self._administered_positions(app, session, model.index)
+        pick, session = session_step(session, view, mask, constraint_masks, policy, rng, administered=administered)
         recommendation = None
         if pick is not None:
             item_id, topic_id = session.last_item, session.last_topic

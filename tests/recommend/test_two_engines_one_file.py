@@ -43,3 +43,32 @@ def test_two_engines_share_sessions_events_and_content(tmp_path: Path) -> None:
     assert "ch1-t1-q1" not in first.catalog_index(cid).item_ids
     first.close()
     second.close()
+
+
+def test_an_assessment_stepped_by_two_engines_never_gives_an_item_twice(tmp_path: Path) -> None:
+    clock = SimClock()
+    first = Engine.open(tmp_path / "shared.db", seed=3, clock=clock)
+    second = Engine.open(tmp_path / "shared.db", seed=3, clock=clock)
+    items, catalog = sample_course(n_chapters=1, topics_per_chapter=3, items_per_topic=6, with_theory=False)
+    first.upsert_items(items)
+    first.upsert_catalog(catalog)
+    spec = {"user_id": "u", "catalog_id": catalog.catalog_id, "mode": {"type": "assess"}, "filter": {}}
+    context = first.create_session(spec)
+    given: list[str] = []
+    events: list[dict] = []
+    # steps by one engine in runs of 1, 2 and 3, so that each sees several of the other's at once
+    for k, engine in enumerate(([first, second, second, first, first, first, second, first, second, second] * 2)[:16]):
+        rec = engine.adaptive_step(context, events).recommendation
+        assert rec is not None, k
+        given.append(rec.item_id)
+        events = [
+            {
+                "type": "attempt",
+                "timestamp": format_timestamp(clock.advance(30)),
+                "recommendation_context": rec.recommendation_context,
+                "score": float(k % 3 != 0),
+            }
+        ]
+    assert len(given) == len(set(given)), given
+    first.close()
+    second.close()
