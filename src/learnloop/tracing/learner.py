@@ -26,7 +26,8 @@ P(correct)``. The topic graph enters in two ways:
 
 Learning is modelled as a random walk: before each update the variance grows
 by ``drift``, and after an answer the topic's mean moves by ``practice_gain``
-logits (0 by default: set it to the expected gain per attempt of your
+logits (``failure_gain`` after a wrong answer when set, as PFA separates the
+two; a fractional score mixes them) (0 by default: set it to the expected gain per attempt of your
 learners, e.g. from the learning curves of past cohorts). The gain does not
 apply to an event marked ``practice=False`` (an assessment answer without
 feedback); the drift does, so the belief can still follow a learner who is
@@ -251,6 +252,7 @@ class LearnerModel:
         prerequisite_weight: float = 0.2,
         drift: float = 0.01,
         practice_gain: float = 0.0,
+        failure_gain: float | None = None,
         skip_score: float | None = None,
         memory_model: MemoryModel | None = None,
     ) -> None:
@@ -273,6 +275,7 @@ class LearnerModel:
         self.prerequisite_weight = prerequisite_weight
         self.drift = drift
         self.practice_gain = practice_gain
+        self.failure_gain = practice_gain if failure_gain is None else failure_gain
         self.skip_score = skip_score
         self.memory_model = memory_model if memory_model is not None else MemoryModel()
         # plain Python copies for the scalar path
@@ -401,7 +404,8 @@ class LearnerModel:
             ability[node, 1] = v2
             ability[node, 2] += weight
         if practice:
-            ability[topic, 0] += self.practice_gain
+            g, f = self.practice_gain, self.failure_gain
+            ability[topic, 0] += g if f == g else score * g + (1.0 - score) * f
 
     def _update_memory(self, memory: FloatArray, topic: int, score: float, ts: float) -> None:
         mem = None

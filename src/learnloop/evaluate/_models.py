@@ -1,0 +1,196 @@
+"""Models run through the next-response protocol: baselines, per-skill BKT, the engine's learner model.
+
+Each has ``name``, ``fit(train) -> self`` and ``predict(log) -> P(correct)``
+of every response of ``log`` from the same learner's earlier responses only
+(and what was fitted on ``train``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from learnloop._options import LearnerOptions
+from learnloop._tracking import CatalogModel
+from learnloop._types import FloatArray
+from learnloop.content import compile_catalog
+from learnloop.datasets import ResponseLog
+from learnloop.tracing import BKT, Sequences, calibrate, predict_sequences
+from learnloop.tracing.replay import trace
+
+__all__ = ["BKTModel", "EngineModel", "GlobalMean", "ItemMean", "Model", "SkillMean"]
+
+
+class Model(Protocol):
+    """What the protocol runs."""
+
+    name: str
+
+    def fit(self, train: ResponseLog) -> Model: ...
+
+    def predict(self, log: ResponseLog) -> FloatArray: ...
+
+
+def _smoothed(
+    correct: FloatArray, group: np.ndarray, n_groups: int, prior: FloatArray | float, strength: float
+) -> FloatArray:
+    """Per group: (successes + strength * prior) / (responses + strength)."""
+    hits = np.bincount(group, weights=correct, minlength=n_groups)
+    counts = np.bincount(group, minlength=n_groups)
+    return (hits + strength * np.asarray(prior, dtype=np.float64)) / (counts + strength)
+
+
+class GlobalMean:
+    """The share of right answers on the training log."""
+
+    name = "global mean"
+
+    def __init__(self) -> None:
+        self.mean_ = 0.5
+
+    def fit(self, train: ResponseLog) -> GlobalMean:
+        self.mean_ = float(train.correct.mean()) if train.n_responses else 0.5
+        return self
+
+    def predict(self, log: ResponseLog) -> FloatArray:
+        return np.full(log.n_responses, self.mean_)
+
+
+class SkillMean:
+    """The share of right answers on each skill (an item with several skills: the mean of
+    theirs; no skill: the global share), smoothed toward the global share by ``strength``."""
+
+    name = "per-skill mean"
+
+    def __init__(self, strength: float = 5.0) -> None:
+        self.strength = strength
+        self.skill_: FloatArray = np.zeros(0)
+        self.mean_ = 0.5
+
+    def fit(self, train: ResponseLog) -> SkillMean:
+        self.mean_ = GlobalMean().fit(train).mean_
+        rows, skills = train.response_skills()
+        self.skill_ = _smoothed(train.correct[rows], skills, train.n_skills, self.mean_, self.strength)
+        return self
+
+    def item_means(self, log: ResponseLog) -> FloatArray:
+        """Per item of ``log``'s vocabulary: the mean of its skills' shares."""
+        counts = np.diff(log.skill_ptr)
+        known = np.zeros(log.n_skills)
+        known[: self.skill_.size] = self.skill_[: log.n_skills]
+        known[self.skill_.size :] = self.mean_
+        owner = np.repeat(np.arange(log.n_items), counts)
+        sums = np.bincount(owner, weights=known[log.skill_idx], minlength=log.n_items)
+        return np.where(counts > 0, sums / np.maximum(counts, 1), self.mean_)
+
+    def predict(self, log: ResponseLog) -> FloatArray:
+        return self.item_means(log)[log.item]
+
+
+class ItemMean:
+    """The share of right answers on each item, smoothed toward its skills' share."""
+
+    name = "per-item mean"
+
+    def __init__(self, strength: float = 5.0) -> None:
+        self.strength = strength
+        self.skills = SkillMean(strength)
+        self.item_: FloatArray = np.zeros(0)
+
+    def fit(self, train: ResponseLog) -> ItemMean:
+        self.skills.fit(train)
+        prior = self.skills.item_means(train)
+        self.item_ = _smoothed(train.correct, train.item, train.n_items, prior, self.strength)
+        return self
+
+    def predict(self, log: ResponseLog) -> FloatArray:
+        means = self.skills.item_means(log)
+        means[: self.item_.size] = self.item_[: log.n_items]
+        return means[log.item]
+
+
+class BKTModel:
+    """Per-skill Bayesian Knowledge Tracing (:class:`learnloop.tracing.BKT`); a response to an
+    item with several skills gets the mean of its skills' predictions (each from that skill's
+    earlier answers), one without a skill the global share."""
+
+    name = "BKT per skill"
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+        self.bkt: BKT | None = None
+        self.mean_ = 0.5
+
+    def fit(self, train: ResponseLog) -> BKTModel:
+        self.mean_ = GlobalMean().fit(train).mean_
+        rows, skills = train.response_skills()
+        seqs = Sequences.from_events(skills, train.learner[rows], train.correct[rows], n_skills=train.n_skills)
+        self.bkt = BKT(**self.options).fit(seqs)
+        return self
+
+    def predict(self, log: ResponseLog) -> FloatArray:
+        if self.bkt is None:
+            raise ValueError("fit the model first")
+        rows, skills = log.response_skills()
+        params = self.bkt.params_
+        fitted = skills < params.shape[0]
+        rows, skills = rows[fitted], skills[fitted]
+        seqs = Sequences.from_events(skills, log.learner[rows], log.correct[rows], n_skills=params.shape[0])
+        per_pair = predict_sequences(params, seqs)
+        sums = np.bincount(rows, weights=per_pair, minlength=log.n_responses)
+        counts = np.bincount(rows, minlength=log.n_responses)
+        return np.where(counts > 0, sums / np.maximum(counts, 1), self.mean_)
+
+
+class EngineModel:
+    """The engine's learner model (:class:`learnloop.tracing.LearnerModel` on the log's
+    catalog, one topic per skill, as :class:`learnloop.Engine` builds it), with item
+    difficulties calibrated (Rasch) on the training log when ``calibrate`` is set.
+
+    Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace`;
+    an answer is posted on its item's first skill, as :meth:`ResponseLog.events` posts it.
+    """
+
+    def __init__(
+        self,
+        options: LearnerOptions | Mapping[str, Any] | None = None,
+        *,
+        calibrate: bool = True,
+        name: str = "learnloop engine model",
+        progress: bool = False,
+    ) -> None:
+        self.options = LearnerOptions.of(options)
+        self.calibrate = calibrate
+        self.name = name
+        self.progress = progress
+        self.b_: dict[str, float] = {}
+
+    def fit(self, train: ResponseLog) -> EngineModel:
+        self.b_ = {}
+        if self.calibrate and train.n_responses:
+            fit = calibrate(train.learner, train.item, train.correct, n_items=train.n_items, n_persons=train.n_learners)
+            seen = np.bincount(train.item, minlength=train.n_items) > 0
+            self.b_ = {train.item_ids[i]: float(fit.b[i]) for i in np.flatnonzero(seen).tolist()}
+        return self
+
+    def catalog_model(self, log: ResponseLog) -> CatalogModel:
+        """The engine's compiled catalog and learner model for ``log``'s vocabulary."""
+        items, catalog = log.catalog("log")
+        index = compile_catalog(catalog, {i.item_id: i for i in items})
+        ids = dict(zip(log.item_ids, log.catalog_item_ids, strict=True))
+        calibration = {ids[raw]: {"b": b} for raw, b in self.b_.items() if raw in ids}
+        return CatalogModel.build(index, calibration=calibration, **self.options.as_kwargs())
+
+    def predict(self, log: ResponseLog) -> FloatArray:
+        cm = self.catalog_model(log)
+        index = cm.index
+        position = np.asarray([index.position(i) for i in log.catalog_item_ids], dtype=np.intp)
+        out = np.empty(log.n_responses)
+        bounds = np.flatnonzero(np.r_[log.first, True])
+        runs = zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
+        for start, stop in tqdm(runs, total=bounds.size - 1, disable=not self.progress, desc=self.name, unit="learner"):
+            out[start:stop] = trace(cm.model, position[log.item[start:stop]], log.correct[start:stop])
+        return out
