@@ -197,6 +197,31 @@ class Learners:
         mean, sd = model.model.topic_beliefs(state)
         return float(mean[topic]), float(sd[topic])
 
+    def predict(
+        self,
+        user_id: str,
+        catalog_id: str,
+        item_ids: Sequence[str],
+        *,
+        topic_id: str | None = None,
+        app: str = "default",
+    ) -> dict[str, float]:
+        if isinstance(item_ids, str):
+            raise ValidationError("item_ids must be a list of item ids, not one string")
+        model = self.content.catalog_model(catalog_id, app=app)
+        index = model.index
+        if topic_id is not None and topic_id not in index.topic_index:
+            raise NotFoundError("topic", topic_id)
+        wanted = list(dict.fromkeys(item_ids))
+        positions = [index.position(i, topic_id) for i in wanted]
+        missing = [i for i, p in zip(wanted, positions, strict=True) if p is None]
+        if missing:
+            where = f"topic '{topic_id}'" if topic_id is not None else f"catalog '{catalog_id}'"
+            raise ValidationError([f"item '{i}' is not in {where}" for i in missing])
+        state = self.state(app, user_id, model).state
+        p = model.model.predict(state, np.asarray(positions, dtype=np.intp))
+        return dict(zip(wanted, p.tolist(), strict=True))
+
     def learner_view(self, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
         model = self.content.catalog_model(catalog_id, app=app)
         entry = self.state(app, user_id, model)

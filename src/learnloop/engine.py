@@ -339,6 +339,27 @@ class Engine:
         return self._learners.ability(user_id, catalog_id, topic_id, app=app)
 
     @shared
+    def predict(
+        self,
+        user_id: str,
+        catalog_id: str,
+        item_ids: Sequence[str],
+        *,
+        topic_id: str | None = None,
+        app: str = "default",
+    ) -> dict[str, float]:
+        """A learner's predicted P(correct) on each of ``item_ids`` now, by item id.
+
+        Only the given items are computed (not the whole catalog). An item listed
+        in several topics is predicted in ``topic_id`` when given, else in its
+        first topic. A learner without events gets the model's prior. Raises
+        :class:`~learnloop.errors.ValidationError` naming every item not in the
+        catalog (or topic), :class:`~learnloop.errors.NotFoundError` for an
+        unknown catalog or topic.
+        """
+        return self._learners.predict(user_id, catalog_id, item_ids, topic_id=topic_id, app=app)
+
+    @shared
     def learner_view(self, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
         """What the policies see of a learner now (for notebooks and tests)."""
         return self._learners.learner_view(user_id, catalog_id, app=app)
