@@ -27,7 +27,7 @@ class LearnerOptions:
     >>> LearnerOptions.of({"drfit": 0.05})
     Traceback (most recent call last):
     ...
-    learnloop.errors.ValidationError: unknown learner option 'drfit' (known: drift, failure_gain, memory_model, parent_weight, practice_gain, prerequisite_weight, prior_var, skip_score, topic_var)
+    learnloop.errors.ValidationError: unknown learner option 'drfit' (known: drift, failure_gain, hierarchy, memory_model, parent_weight, practice_gain, prerequisite_weight, prior_var, skip_score, topic_var)
     """
 
     prior_var: float = 1.0
@@ -37,6 +37,7 @@ class LearnerOptions:
     drift: float = 0.02
     practice_gain: float = 0.1
     failure_gain: float | None = None
+    hierarchy: str = "nested"
     skip_score: float | None = None
     memory_model: Any = None
 

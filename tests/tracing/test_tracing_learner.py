@@ -229,3 +229,23 @@ def test_online_predictions_are_calibrated_on_simulated_learners() -> None:
             ys.append(event.score)
             state = model.update(state, event)
     assert expected_calibration_error(ys, ps) <= 0.03
+
+
+def test_additive_hierarchy_sums_the_chain_and_shares_evidence_with_the_general_ability() -> None:
+    topics = TopicStructure.from_arrays([-1, 0, 0])
+    items = ItemParams.from_catalog(item_topic=[1, 1, 2], difficulty=[0.5] * 3, scorable=[True] * 3,
+                                    is_theory=[False] * 3)  # fmt: skip
+    model = LearnerModel(topics, items, hierarchy="additive", topic_var=0.3, prior_var=1.0)
+    state = model.new_state()
+    mean, sd = model.topic_beliefs(state)
+    # a leaf topic's ability: overall + chapter deviation + its own: N(0, 1 + 0.3 + 0.3)
+    assert mean.tolist() == [0.0, 0.0, 0.0] and sd[1] == pytest.approx(np.sqrt(1.6))
+    for k in range(3):
+        state = model.update(state, Event(item=0, kind="attempt", score=1.0, timestamp=float(k)))
+    mean, sd = model.topic_beliefs(state)
+    ability = state.ability
+    assert mean[1] == pytest.approx(ability[3, 0] + ability[0, 0] + ability[1, 0])
+    # the general ability and the shared chapter moved, so the sibling topic rose too, less than topic 1
+    assert mean[1] > mean[2] > 0.0 and ability[3, 0] > 0.0
+    with pytest.raises(ValueError, match="hierarchy must be"):
+        LearnerModel(topics, items, hierarchy="flat")

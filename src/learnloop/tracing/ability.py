@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["update_ability"]
+__all__ = ["update_ability", "update_additive"]
 
 _VAR_MIN = 1e-6
 
@@ -72,3 +72,40 @@ def update_ability(
     m = mean + wa * (s - p0) / (prec + wa * a * p0 * (1.0 - p0))
     p1 = _sigmoid(a * (m - b))
     return m, 1.0 / (prec + wa * a * p1 * (1.0 - p1))
+
+
+def update_additive(
+    means: list[float], variances: list[float], *, b: float, score: float, a: float = 1.0, drift: float = 0.0
+) -> float:
+    """One answer on an ability that is the *sum* of independent Gaussian components
+    (e.g. the learner's general ability and a topic's deviation from it); the
+    lists are updated in place and P(correct) at the prior mean is returned.
+
+    Each component's variance first grows by ``drift``; then, with
+    :math:`M = \\sum m_k`, :math:`V = \\sum v_k`, :math:`p = \\sigma(a(M - b))` and
+    :math:`h = a^2 p (1 - p)`, the extended-Kalman step gives each component its
+    share of the evidence: :math:`m_k \\mathrel{+}= v_k a (s - p) / (1 + V h)`,
+    :math:`v_k \\mathrel{-}= v_k^2 h / (1 + V h)` (the posterior covariance
+    between components is dropped, so they stay independent).
+
+    >>> means, variances = [0.0, 0.0], [1.0, 0.3]
+    >>> p = update_additive(means, variances, b=0.0, score=1.0)
+    >>> p, [round(m, 4) for m in means], [round(v, 4) for v in variances]
+    (0.5, [0.3774, 0.1132], [0.8113, 0.283])
+    """
+    s = 0.0 if score < 0.0 else (1.0 if score > 1.0 else float(score))
+    total_m = 0.0
+    total_v = 0.0
+    for k, v in enumerate(variances):
+        v = max(v + drift, _VAR_MIN)
+        variances[k] = v
+        total_m += means[k]
+        total_v += v
+    p = _sigmoid(a * (total_m - b))
+    h = a * a * p * (1.0 - p)
+    den = 1.0 + total_v * h
+    step = a * (s - p) / den
+    for k, v in enumerate(variances):
+        means[k] += v * step
+        variances[k] = max(v - v * v * h / den, _VAR_MIN)
+    return p

@@ -44,13 +44,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ._types import ArrayLike, FloatArray
-from .ability import update_ability
+from .ability import update_ability, update_additive
 from .forgetting import Memory, MemoryModel, as_epoch_seconds, recall_probability
 from .irt import expected_p_correct
 from .state import (
@@ -115,6 +115,7 @@ class LearnerModel:
         drift: float = 0.01,
         practice_gain: float = 0.0,
         failure_gain: float | None = None,
+        hierarchy: str = "nested",
         skip_score: float | None = None,
         memory_model: MemoryModel | None = None,
     ) -> None:
@@ -127,8 +128,11 @@ class LearnerModel:
             problems.append("parent_weight and prerequisite_weight must lie in [0, 1]")
         if skip_score is not None and not 0.0 <= skip_score <= 1.0:
             problems.append(f"skip_score must lie in [0, 1], got {skip_score}")
+        if hierarchy not in ("nested", "additive"):
+            problems.append(f"hierarchy must be 'nested' or 'additive', got {hierarchy!r}")
         if problems:
             raise ValueError("; ".join(problems))
+        self.hierarchy = hierarchy
         self.topics = topics
         self.items = items
         self.prior_var = prior_var
@@ -151,7 +155,12 @@ class LearnerModel:
 
     def new_state(self) -> LearnerState:
         """The state of a learner without any interaction."""
-        return _empty(self.topics.n_topics, self.items.n_items, self.prior_var)
+        state = _empty(self.topics.n_topics, self.items.n_items, self.prior_var)
+        if self.hierarchy == "additive":  # topics hold deviations from their parents: N(0, topic_var)
+            ability = state.ability.copy()
+            ability[:-1, 1] = max(self.topic_var, 1e-6)
+            state = replace(state, ability=_frozen(ability))
+        return state
 
     # -- update ----------------------------------------------------------------
 
@@ -252,6 +261,17 @@ class LearnerModel:
     def _update_ability(
         self, ability: FloatArray, topic: int, b: float, a: float, score: float, *, practice: bool = True
     ) -> None:
+        if self.hierarchy == "additive":
+            chain = self._chains[topic]
+            means = [float(ability[n, 0]) for n in chain]
+            variances = [float(ability[n, 1]) for n in chain]
+            update_additive(means, variances, b=b, score=score, a=a, drift=self.drift)
+            for n, m, v in zip(chain, means, variances, strict=True):
+                ability[n, 0], ability[n, 1], ability[n, 2] = m, v, ability[n, 2] + 1.0
+            if practice:
+                g, f = self.practice_gain, self.failure_gain
+                ability[topic, 0] += g if f == g else score * g + (1.0 - score) * f
+            return
         targets = [(node, self.parent_weight) for node in self._chains[topic][1:]]
         targets.insert(0, (topic, 1.0))
         targets.extend((succ, self.prerequisite_weight) for succ in self._succ[topic])
@@ -282,6 +302,10 @@ class LearnerModel:
     def topic_beliefs(self, state: LearnerState) -> tuple[FloatArray, FloatArray]:
         """Effective ability (mean, sd) per topic (T,), the hierarchical prior applied."""
         chains = self.topics.chains
+        if self.hierarchy == "additive":  # the ability on a topic is the sum along its chain
+            on_chain = np.arange(chains.shape[1])[None, :] < (self.topics.depth + 2)[:, None]
+            rows = state.ability[chains]
+            return (rows[:, :, 0] * on_chain).sum(axis=1), np.sqrt((rows[:, :, 1] * on_chain).sum(axis=1))
         informed = state.ability[chains, 2] > 0.0
         informed[:, -1] = True  # the overall node is always usable
         level = informed.argmax(axis=1)

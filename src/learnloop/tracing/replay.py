@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._types import ArrayLike, FloatArray
-from .ability import update_ability
+from .ability import update_ability, update_additive
 from .irt import _PI_OVER_8
 
 if TYPE_CHECKING:
@@ -76,6 +76,8 @@ def trace(
                 return row[0], row[1] + topic_var * level
         raise AssertionError("unreachable: the chain ends at the overall node")
 
+    if model.hierarchy == "additive":
+        return _trace_additive(model, pos, sc, tp, ability, practice)
     for k, (i, s, t) in enumerate(zip(pos, sc, tp, strict=True)):
         b, a = b_of[i], a_of[i]
         # the prediction uses the belief of the item's own topic
@@ -91,6 +93,31 @@ def trace(
             m2, v2 = update_ability(pm, pv, b=b, score=s, a=a, weight=weight, drift=drift)
             row = ability[node]
             row[0], row[1], row[2] = m2, v2, row[2] + weight
+        if practice:
+            ability[t][0] += gain if loss == gain else s * gain + (1.0 - s) * loss
+    return out
+
+
+def _trace_additive(
+    model: LearnerModel, pos: list[int], sc: list[float], tp: list[int], ability: list[list[float]], practice: bool
+) -> FloatArray:
+    """:func:`trace` for the additive hierarchy: a topic's ability is the sum along its chain."""
+    chains, b_of, a_of, item_topic = model._chains, model._b, model._a, model._item_topic
+    drift, gain, loss = model.drift, model.practice_gain, model.failure_gain
+    out = np.empty(len(pos))
+    for k, (i, s, t) in enumerate(zip(pos, sc, tp, strict=True)):
+        b, a = b_of[i], a_of[i]
+        rows = [ability[n] for n in chains[item_topic[i]]]
+        m = sum(r[0] for r in rows)
+        v = sum(r[1] for r in rows)
+        z = a * (m - b) / math.sqrt(1.0 + _PI_OVER_8 * a * a * v)
+        out[k] = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
+        rows = [ability[n] for n in chains[t]]
+        means = [r[0] for r in rows]
+        variances = [r[1] for r in rows]
+        update_additive(means, variances, b=b, score=s, a=a, drift=drift)
+        for r, m2, v2 in zip(rows, means, variances, strict=True):
+            r[0], r[1], r[2] = m2, v2, r[2] + 1.0
         if practice:
             ability[t][0] += gain if loss == gain else s * gain + (1.0 - s) * loss
     return out
