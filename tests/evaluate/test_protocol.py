@@ -44,10 +44,18 @@ def test_no_prediction_sees_its_own_answer_or_a_later_one(make: type) -> None:
         np.testing.assert_array_equal(after[: row + 1], before[: row + 1])
 
 
-@pytest.mark.parametrize("hierarchy", ["nested", "additive"])
-def test_the_engine_model_replay_equals_updating_the_engine_model_one_answer_at_a_time(hierarchy: str) -> None:
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"hierarchy": "nested"},
+        {"hierarchy": "additive"},
+        {"hierarchy": "additive", "momentum_decay": 0.7, "momentum_var": 0.5},
+    ],
+    ids=["nested", "additive", "additive+momentum"],
+)
+def test_the_engine_model_replay_equals_updating_the_engine_model_one_answer_at_a_time(extra: dict) -> None:
     train, test = align(*statics())
-    options = {"practice_gain": 0.05, "failure_gain": -0.02, "drift": 0.03, "hierarchy": hierarchy}
+    options = {"practice_gain": 0.05, "failure_gain": -0.02, "drift": 0.03, **extra}
     model = EngineModel(options).fit(train)
     fast = model.predict(test)
     cm = model.catalog_model(test)

@@ -17,19 +17,23 @@ predictions (AUC, RMSE, log loss, calibration error). The models: baselines
 True
 """
 
+from learnloop.evaluate._fit import DEFAULT_GRID, OptionsFit, fit_options
 from learnloop.evaluate._models import BKTModel, EngineModel, GlobalMean, ItemMean, Model, SkillMean
 from learnloop.evaluate._protocol import Report, Result, evaluate, metrics, reliability
 
 __all__ = [
+    "DEFAULT_GRID",
     "BKTModel",
     "EngineModel",
     "GlobalMean",
     "ItemMean",
     "Model",
+    "OptionsFit",
     "Report",
     "Result",
     "SkillMean",
     "evaluate",
+    "fit_options",
     "metrics",
     "reliability",
 ]

@@ -116,6 +116,8 @@ class LearnerModel:
         practice_gain: float = 0.0,
         failure_gain: float | None = None,
         hierarchy: str = "nested",
+        momentum_decay: float = 0.0,
+        momentum_var: float = 0.0,
         skip_score: float | None = None,
         memory_model: MemoryModel | None = None,
     ) -> None:
@@ -130,9 +132,15 @@ class LearnerModel:
             problems.append(f"skip_score must lie in [0, 1], got {skip_score}")
         if hierarchy not in ("nested", "additive"):
             problems.append(f"hierarchy must be 'nested' or 'additive', got {hierarchy!r}")
+        if not (0.0 <= momentum_decay < 1.0 and momentum_var >= 0.0):
+            problems.append("momentum_decay must lie in [0, 1) and momentum_var be non-negative")
+        if momentum_var > 0.0 and hierarchy != "additive":
+            problems.append("a momentum (momentum_var > 0) needs the additive hierarchy")
         if problems:
             raise ValueError("; ".join(problems))
         self.hierarchy = hierarchy
+        self.momentum_decay = momentum_decay
+        self.momentum_var = momentum_var
         self.topics = topics
         self.items = items
         self.prior_var = prior_var
@@ -183,14 +191,17 @@ class LearnerModel:
     def update_many(self, state: LearnerState, events: Iterable[Event]) -> LearnerState:
         """Apply events in the given order with one copy of the state."""
         ability = state.ability.copy()
+        momentum = state.momentum.tolist()
         memory = state.memory.copy()
         items = state.items.copy()
         sig = state.signature.copy()
         n_events = state.n_events
         for event in events:
-            if self._apply(ability, memory, items, sig, event):
+            if self._apply(ability, memory, items, sig, event, momentum):
                 n_events += 1
-        return LearnerState(_frozen(ability), _frozen(memory), _frozen(items), _frozen(sig), n_events)
+        return LearnerState(
+            _frozen(ability), _frozen(memory), _frozen(items), _frozen(sig), n_events, _frozen(np.array(momentum))
+        )
 
     def replay(self, events: Iterable[Event], state: LearnerState | None = None) -> LearnerState:
         """Rebuild a state from a history: de-duplicated by (item, timestamp), the
@@ -215,7 +226,15 @@ class LearnerModel:
             problems.append(f"topic index {event.topic} out of range")
         return problems
 
-    def _apply(self, ability: FloatArray, memory: FloatArray, items: FloatArray, sig: np.ndarray, event: Event) -> bool:
+    def _apply(
+        self,
+        ability: FloatArray,
+        memory: FloatArray,
+        items: FloatArray,
+        sig: np.ndarray,
+        event: Event,
+        momentum: list[float],
+    ) -> bool:
         problems = self._validate(event)
         if problems:
             raise ValueError("; ".join(problems))
@@ -244,7 +263,9 @@ class LearnerModel:
                 score = float(event.score)
                 row[_SCORE] = score
         if score is not None:
-            self._update_ability(ability, topic, self._b[i], self._a[i], score, practice=event.practice)
+            self._update_ability(
+                ability, topic, self._b[i], self._a[i], score, practice=event.practice, momentum=momentum
+            )
             self._update_memory(memory, topic, score, ts)
         return True
 
@@ -259,13 +280,29 @@ class LearnerModel:
         raise AssertionError("unreachable: the chain ends at the overall node")
 
     def _update_ability(
-        self, ability: FloatArray, topic: int, b: float, a: float, score: float, *, practice: bool = True
+        self,
+        ability: FloatArray,
+        topic: int,
+        b: float,
+        a: float,
+        score: float,
+        *,
+        practice: bool = True,
+        momentum: list[float] | None = None,
     ) -> None:
         if self.hierarchy == "additive":
             chain = self._chains[topic]
             means = [float(ability[n, 0]) for n in chain]
             variances = [float(ability[n, 1]) for n in chain]
+            fast = self.momentum_var > 0.0 and momentum is not None
+            if fast:  # the short-lived component decays toward 0 before each answer
+                assert momentum is not None
+                means.append(self.momentum_decay * momentum[0])
+                variances.append(self.momentum_decay**2 * momentum[1] + self.momentum_var - self.drift)
             update_additive(means, variances, b=b, score=score, a=a, drift=self.drift)
+            if fast:
+                assert momentum is not None
+                momentum[0], momentum[1] = means.pop(), variances.pop()
             for n, m, v in zip(chain, means, variances, strict=True):
                 ability[n, 0], ability[n, 1], ability[n, 2] = m, v, ability[n, 2] + 1.0
             if practice:
@@ -305,7 +342,12 @@ class LearnerModel:
         if self.hierarchy == "additive":  # the ability on a topic is the sum along its chain
             on_chain = np.arange(chains.shape[1])[None, :] < (self.topics.depth + 2)[:, None]
             rows = state.ability[chains]
-            return (rows[:, :, 0] * on_chain).sum(axis=1), np.sqrt((rows[:, :, 1] * on_chain).sum(axis=1))
+            mean = (rows[:, :, 0] * on_chain).sum(axis=1)
+            var = (rows[:, :, 1] * on_chain).sum(axis=1)
+            if self.momentum_var > 0.0:  # the short-lived component, decayed to the next answer
+                mean = mean + self.momentum_decay * state.momentum[0]
+                var = var + self.momentum_decay**2 * state.momentum[1] + self.momentum_var
+            return mean, np.sqrt(var)
         informed = state.ability[chains, 2] > 0.0
         informed[:, -1] = True  # the overall node is always usable
         level = informed.argmax(axis=1)

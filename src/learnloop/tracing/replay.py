@@ -77,7 +77,7 @@ def trace(
         raise AssertionError("unreachable: the chain ends at the overall node")
 
     if model.hierarchy == "additive":
-        return _trace_additive(model, pos, sc, tp, ability, practice)
+        return _trace_additive(model, pos, sc, tp, ability, practice, start.momentum.tolist())
     for k, (i, s, t) in enumerate(zip(pos, sc, tp, strict=True)):
         b, a = b_of[i], a_of[i]
         # the prediction uses the belief of the item's own topic
@@ -99,23 +99,40 @@ def trace(
 
 
 def _trace_additive(
-    model: LearnerModel, pos: list[int], sc: list[float], tp: list[int], ability: list[list[float]], practice: bool
+    model: LearnerModel,
+    pos: list[int],
+    sc: list[float],
+    tp: list[int],
+    ability: list[list[float]],
+    practice: bool,
+    momentum: list[float],
 ) -> FloatArray:
-    """:func:`trace` for the additive hierarchy: a topic's ability is the sum along its chain."""
+    """:func:`trace` for the additive hierarchy: a topic's ability is the sum along its chain
+    (plus the short-lived momentum component when the model keeps one)."""
     chains, b_of, a_of, item_topic = model._chains, model._b, model._a, model._item_topic
     drift, gain, loss = model.drift, model.practice_gain, model.failure_gain
+    rho, q = model.momentum_decay, model.momentum_var
+    fast = q > 0.0
     out = np.empty(len(pos))
     for k, (i, s, t) in enumerate(zip(pos, sc, tp, strict=True)):
         b, a = b_of[i], a_of[i]
         rows = [ability[n] for n in chains[item_topic[i]]]
         m = sum(r[0] for r in rows)
         v = sum(r[1] for r in rows)
+        if fast:
+            m += rho * momentum[0]
+            v += rho * rho * momentum[1] + q
         z = a * (m - b) / math.sqrt(1.0 + _PI_OVER_8 * a * a * v)
         out[k] = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
         rows = [ability[n] for n in chains[t]]
         means = [r[0] for r in rows]
         variances = [r[1] for r in rows]
+        if fast:
+            means.append(rho * momentum[0])
+            variances.append(rho * rho * momentum[1] + q - drift)
         update_additive(means, variances, b=b, score=s, a=a, drift=drift)
+        if fast:
+            momentum[0], momentum[1] = means.pop(), variances.pop()
         for r, m2, v2 in zip(rows, means, variances, strict=True):
             r[0], r[1], r[2] = m2, v2, r[2] + 1.0
         if practice:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,10 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _no_momentum() -> FloatArray:
+    return _frozen(np.zeros(2))
+
+
 @dataclass(frozen=True, eq=False)
 class LearnerState:
     """Immutable learner state (arrays are read-only; updates return new states).
@@ -35,6 +39,8 @@ class LearnerState:
     review (epoch s), reviews, lapses. ``items``: (n, 6) attempts, skips, last
     score (NaN), largest theory fraction, time spent (ms), last timestamp
     (epoch s, NaN). ``signature``: (n,) hash of each item's last event.
+    ``momentum``: (2,) mean and variance of the short-lived component of the
+    ability after the last answer (zeros unless the model keeps one).
     """
 
     ability: FloatArray
@@ -42,6 +48,7 @@ class LearnerState:
     items: FloatArray
     signature: np.ndarray
     n_events: int = 0
+    momentum: FloatArray = field(default_factory=_no_momentum)
 
     @property
     def attempts(self) -> FloatArray:
@@ -90,6 +97,7 @@ class LearnerState:
             "memory": enc(self.memory),
             "items": enc(self.items),
             "signature": self.signature.tolist(),
+            "momentum": self.momentum.tolist(),
         }
 
     @classmethod
@@ -108,6 +116,7 @@ class LearnerState:
             items=dec(data["items"], 6),
             signature=_frozen(np.array(data["signature"], dtype=np.int64)),
             n_events=int(data["n_events"]),
+            momentum=_frozen(np.array(data.get("momentum", [0.0, 0.0]), dtype=np.float64).reshape(2)),
         )
 
     def to_bytes(self) -> bytes:
@@ -121,6 +130,7 @@ class LearnerState:
             memory=self.memory,
             items=self.items,
             signature=self.signature,
+            momentum=self.momentum,
         )
         return buf.getvalue()
 
@@ -136,6 +146,7 @@ class LearnerState:
                 items=_frozen(z["items"].copy()),
                 signature=_frozen(z["signature"].copy()),
                 n_events=int(z["n_events"]),
+                momentum=_frozen(z["momentum"].copy()) if "momentum" in z.files else _no_momentum(),
             )
 
     def remap(self, *, item_map: ArrayLike, n_items: int, topic_map: ArrayLike, n_topics: int) -> LearnerState:
@@ -155,7 +166,9 @@ class LearnerState:
         memory[tm[keep_t]] = self.memory[keep_t]
         ability[tm[keep_t]] = self.ability[:-1][keep_t]
         ability[-1] = self.ability[-1]
-        return LearnerState(_frozen(ability), _frozen(memory), _frozen(items), _frozen(sig), self.n_events)
+        return LearnerState(
+            _frozen(ability), _frozen(memory), _frozen(items), _frozen(sig), self.n_events, self.momentum
+        )
 
 
 def _empty(n_topics: int, n_items: int, prior_var: float = 1.0) -> LearnerState:

@@ -1,0 +1,107 @@
+"""Fitting the engine's learner-model settings to a log, on folds of the training learners."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from learnloop._options import LearnerOptions
+from learnloop.datasets import ResponseLog
+from learnloop.evaluate._models import EngineModel
+from learnloop.tracing import log_loss
+
+__all__ = ["DEFAULT_GRID", "OptionsFit", "fit_options"]
+
+#: the values tried for each setting, in the order the coordinate search visits them
+DEFAULT_GRID: dict[str, tuple[Any, ...]] = {
+    "hierarchy": ("nested", "additive"),
+    "drift": (0.0, 0.005, 0.02, 0.05, 0.1),
+    "topic_var": (0.1, 0.3, 0.6, 1.0),
+    "prior_var": (0.5, 1.0, 2.0),
+    "practice_gain": (0.0, 0.02, 0.05, 0.1),
+    "failure_gain": (-0.05, 0.0, 0.02, 0.05),
+    "momentum_var": (0.0, 0.3, 1.0, 2.0),
+    "momentum_decay": (0.5, 0.7, 0.9),
+}
+
+
+@dataclass(frozen=True)
+class OptionsFit:
+    """The chosen settings, their mean validation log loss, every setting tried with its
+    score (in order), and whether the search was stopped early (Ctrl-C)."""
+
+    options: LearnerOptions
+    log_loss: float
+    tried: tuple[tuple[dict[str, Any], float], ...]
+    interrupted: bool = False
+
+
+def _valid(options: dict[str, Any]) -> bool:
+    return not (options.get("momentum_var", 0.0) > 0.0 and options.get("hierarchy") != "additive")
+
+
+def fit_options(
+    train: ResponseLog,
+    *,
+    start: LearnerOptions | Mapping[str, Any] | None = None,
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    folds: int = 3,
+    rounds: int = 2,
+    seed: int = 0,
+    progress: bool = True,
+) -> OptionsFit:
+    """Choose the learner model's settings by coordinate search on ``folds`` folds of
+    ``train``'s learners: each setting in turn takes the value of ``grid`` with the
+    lowest mean validation log loss (the next-response protocol on each fold, item
+    difficulties calibrated on the fold's training part), for ``rounds`` rounds.
+
+    Only ``train`` is read: keep the test learners out of it. Ctrl-C stops the search
+    and returns the best settings found so far.
+    """
+    grid = dict(DEFAULT_GRID if grid is None else grid)
+    current = {k: v for k, v in dataclasses.asdict(LearnerOptions.of(start)).items() if k in grid or k == "hierarchy"}
+    base = LearnerOptions.of(start)
+    parts = train.folds(folds, seed=seed)
+    calibrated = [EngineModel().fit(fold_train).b_ for fold_train, _ in parts]
+    cache: dict[tuple[Any, ...], float] = {}
+    tried: list[tuple[dict[str, Any], float]] = []
+
+    def score(options: dict[str, Any]) -> float:
+        key = tuple(sorted(options.items()))
+        if key not in cache:
+            losses = []
+            for (_, valid), b in zip(parts, calibrated, strict=True):
+                model = EngineModel(dataclasses.replace(base, **options))
+                model.b_ = b
+                losses.append(log_loss(valid.correct, model.predict(valid)))
+            cache[key] = float(np.mean(losses))
+            tried.append((dict(options), cache[key]))
+        return cache[key]
+
+    steps = rounds * sum(len(v) for v in grid.values())
+    best = score(current)
+    interrupted = False
+    with tqdm(total=steps, disable=not progress, desc="fitting learner options", unit="setting") as bar:
+        try:
+            for _ in range(rounds):
+                before = best
+                for name, values in grid.items():
+                    for value in values:
+                        bar.update(1)
+                        candidate = {**current, name: value}
+                        if not _valid(candidate) or (name == "momentum_decay" and not current.get("momentum_var")):
+                            continue
+                        loss = score(candidate)
+                        if loss < best - 1e-7:
+                            best, current = loss, candidate
+                    bar.set_postfix(log_loss=f"{best:.4f}")
+                if best >= before - 1e-6:
+                    break
+        except KeyboardInterrupt:
+            interrupted = True
+    return OptionsFit(dataclasses.replace(base, **current), best, tuple(tried), interrupted)
