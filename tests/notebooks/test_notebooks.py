@@ -74,7 +74,7 @@ def check_clean(notebook: dict[str, Any]) -> None:
 def test_notebooks_are_committed_without_outputs() -> None:
     """The committed notebooks are sources: outputs are produced by running them."""
     names = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
-    assert names == ["01-quickstart.ipynb", "02-knowledge-tracing.ipynb", "03-policies.ipynb"]
+    assert names == ["01-quickstart.ipynb", "02-knowledge-tracing.ipynb", "03-policies.ipynb", "04-real-data.ipynb"]
     for name in names:
         notebook = json.loads((NOTEBOOKS / name).read_text())
         code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
@@ -125,3 +125,15 @@ def test_policies(tmp_path: Path) -> None:
     assert found["assess_mae_end"] < 0.6 * found["assess_mae_start"]
     assert found["assess_mae_end"] < 0.15
     assert found["assess_served_corr"] > 0.4
+
+
+def test_real_data(tmp_path: Path) -> None:
+    notebook = execute("04-real-data.ipynb", tmp_path)
+    check_clean(notebook)
+    assert figures(notebook) == 1  # the reliability diagram
+    found = results(notebook)
+    assert found["global mean"] == 0.5 and found["n_test"] > 1000
+    # on the committed ASSIST2009 slice, the engine's fitted model is ahead of every baseline
+    fitted = found["engine (fitted)"]
+    assert fitted > max(found["per-item mean"], found["per-skill mean"], found["BKT per skill"])
+    assert fitted >= found["engine (defaults)"]
