@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,16 +18,16 @@ from learnloop.tracing import log_loss
 
 __all__ = ["DEFAULT_GRID", "OptionsFit", "fit_options"]
 
-#: the values tried for each setting, in the order the coordinate search visits them
-DEFAULT_GRID: dict[str, tuple[Any, ...]] = {
+#: the values tried for each setting, in the order the coordinate search visits them; a
+#: tuple of names is one coordinate whose values are tuples (settings that only act together)
+DEFAULT_GRID: dict[str | tuple[str, ...], tuple[Any, ...]] = {
     "hierarchy": ("nested", "additive"),
     "drift": (0.0, 0.005, 0.02, 0.05, 0.1),
     "topic_var": (0.1, 0.3, 0.6, 1.0),
     "prior_var": (0.5, 1.0, 2.0),
     "practice_gain": (0.0, 0.02, 0.05, 0.1),
     "failure_gain": (-0.05, 0.0, 0.02, 0.05),
-    "momentum_var": (0.0, 0.3, 1.0, 2.0),
-    "momentum_decay": (0.5, 0.7, 0.9),
+    ("momentum_var", "momentum_decay"): ((0.0, 0.0),) + tuple(itertools.product((0.3, 1.0, 2.0), (0.5, 0.7, 0.9))),
 }
 
 
@@ -49,7 +50,7 @@ def fit_options(
     train: ResponseLog,
     *,
     start: LearnerOptions | Mapping[str, Any] | None = None,
-    grid: Mapping[str, Sequence[Any]] | None = None,
+    grid: Mapping[str | tuple[str, ...], Sequence[Any]] | None = None,
     folds: int = 3,
     rounds: int = 2,
     seed: int = 0,
@@ -64,7 +65,8 @@ def fit_options(
     and returns the best settings found so far.
     """
     grid = dict(DEFAULT_GRID if grid is None else grid)
-    current = {k: v for k, v in dataclasses.asdict(LearnerOptions.of(start)).items() if k in grid or k == "hierarchy"}
+    names = {n for key in grid for n in ((key,) if isinstance(key, str) else key)}
+    current = {k: v for k, v in dataclasses.asdict(LearnerOptions.of(start)).items() if k in names or k == "hierarchy"}
     base = LearnerOptions.of(start)
     parts = train.folds(folds, seed=seed)
     calibrated = [EngineModel().fit(fold_train).b_ for fold_train, _ in parts]
@@ -93,8 +95,9 @@ def fit_options(
                 for name, values in grid.items():
                     for value in values:
                         bar.update(1)
-                        candidate = {**current, name: value}
-                        if not _valid(candidate) or (name == "momentum_decay" and not current.get("momentum_var")):
+                        changes = dict(zip(name, value, strict=True)) if isinstance(name, tuple) else {name: value}
+                        candidate = {**current, **changes}
+                        if not _valid(candidate):
                             continue
                         loss = score(candidate)
                         if loss < best - 1e-7:
