@@ -8,6 +8,7 @@ until the application's content version changes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Iterable, Mapping
@@ -204,10 +205,38 @@ class ContentRepository:
             return cached[2]
         doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
         calibration = None if doc is None else json_doc(doc)["items"]
-        model = CatalogModel.build(index, calibration=calibration, **self.learner_options.as_kwargs())
+        options = self.learner_options_for(catalog_id, app=app)
+        model = CatalogModel.build(index, calibration=calibration, **options.as_kwargs())
         with self._cache_lock:
             self._models[(app, catalog_id)] = (index, version, model)
         return model
+
+    def learner_options_for(self, catalog_id: str, *, app: str = DEFAULT_APP) -> LearnerOptions:
+        """The engine's learner options with the catalog's stored settings applied."""
+        doc = self.store.get("meta", app, (f"learner_options:{catalog_id}",))
+        if doc is None:
+            return self.learner_options
+        return dataclasses.replace(self.learner_options, **json_doc(doc)["options"])
+
+    def set_learner_options(
+        self, catalog_id: str, options: LearnerOptions | Mapping[str, Any] | None, *, app: str = DEFAULT_APP
+    ) -> None:
+        if options is None:
+            with self.store.atomic():
+                self.store.delete_many("meta", app, [(f"learner_options:{catalog_id}",)])
+                self.bump_version(app)
+            return
+        parsed = LearnerOptions.of(options)
+        if parsed.memory_model is not None:
+            raise ValidationError("a memory_model is set on the engine, not stored with a catalog")
+        stored = {f.name: getattr(parsed, f.name) for f in dataclasses.fields(parsed) if f.name != "memory_model"}
+        try:
+            CatalogModel.build(self.catalog_index(catalog_id, app=app), **parsed.as_kwargs())
+        except ValueError as exc:  # the learner model's own checks (ranges, combinations)
+            raise ValidationError(f"learner options: {exc}") from None
+        with self.store.atomic():
+            self.store.put_many("meta", app, [((f"learner_options:{catalog_id}",), {"options": stored})])
+            self.bump_version(app)
 
     def mask(self, app: str, model: CatalogModel, flt: Filter | None) -> BoolArray:
         key = (app, model.index.catalog_id, model.fingerprint, _filter_key(flt))

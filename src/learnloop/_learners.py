@@ -227,6 +227,26 @@ class Learners:
         entry = self.state(app, user_id, model)
         return self.view(model, entry, model.model.predict(entry.state))
 
+    def attempts(self, catalog_id: str, *, app: str = "default") -> dict[str, list[Any]]:
+        self.content.catalog_model(catalog_id, app=app)  # NotFoundError for an unknown catalog
+        rows: list[tuple[str, float, int, str, str, float]] = []
+        for seq, (key, stored) in enumerate(self.store.scan("events", app, order="seq")):
+            if key[1] != catalog_id:
+                continue
+            doc = json_doc(stored)
+            if doc.get("kind") != "attempt" or doc.get("score") is None:
+                continue
+            interaction = Interaction.from_doc(doc)
+            rows.append((key[0], interaction.epoch, seq, key[2], interaction.topic_id, float(doc["score"])))
+        rows.sort()
+        return {
+            "user_id": [r[0] for r in rows],
+            "item_id": [r[3] for r in rows],
+            "topic_id": [r[4] for r in rows],
+            "score": [r[5] for r in rows],
+            "timestamp": [r[1] for r in rows],
+        }
+
     # -- calibration ------------------------------------------------------------------------
     def calibrate(
         self,

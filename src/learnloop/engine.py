@@ -365,6 +365,30 @@ class Engine:
         return self._learners.learner_view(user_id, catalog_id, app=app)
 
     @shared
+    def event_log(self, catalog_id: str, *, app: str = "default") -> dict[str, list[Any]]:
+        """The catalog's scored attempts as columns (``user_id``, ``item_id``, ``topic_id``,
+        ``score``, ``timestamp`` in epoch seconds), by learner and then in time order
+        (events at one instant in posting order): what a model is fitted on, e.g.
+        ``learnloop.datasets.from_columns(engine.event_log(cid), learner="user_id",
+        item="item_id", skill="topic_id", correct="score", time="timestamp")``."""
+        return self._learners.attempts(catalog_id, app=app)
+
+    @shared
+    def learner_options_for(self, catalog_id: str, *, app: str = "default") -> LearnerOptions:
+        """The learner-model settings a catalog's sessions use: the engine's ``learner_options``
+        with the catalog's stored settings (:meth:`set_learner_options`) applied."""
+        return self._content.learner_options_for(catalog_id, app=app)
+
+    @shared
+    def set_learner_options(
+        self, catalog_id: str, options: LearnerOptions | Mapping[str, Any] | None, *, app: str = "default"
+    ) -> None:
+        """Store learner-model settings for one catalog (e.g. chosen by
+        :func:`learnloop.evaluate.fit_engine`); every later session, status and prediction on
+        the catalog uses them, in every process on the store. ``None`` removes them."""
+        self._content.set_learner_options(catalog_id, options, app=app)
+
+    @shared
     def calibrate(
         self: Engine,
         catalog_id: str,

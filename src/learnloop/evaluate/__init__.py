@@ -17,7 +17,7 @@ predictions (AUC, RMSE, log loss, calibration error). The models: baselines
 True
 """
 
-from learnloop.evaluate._fit import DEFAULT_GRID, OptionsFit, fit_options
+from learnloop.evaluate._fit import DEFAULT_GRID, OptionsFit, fit_engine, fit_options
 from learnloop.evaluate._models import BKTModel, EngineModel, GlobalMean, ItemMean, Model, SkillMean
 from learnloop.evaluate._protocol import Report, Result, evaluate, metrics, reliability
 
@@ -33,6 +33,7 @@ __all__ = [
     "Result",
     "SkillMean",
     "evaluate",
+    "fit_engine",
     "fit_options",
     "metrics",
     "reliability",

@@ -6,17 +6,21 @@ import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from learnloop._options import LearnerOptions
-from learnloop.datasets import ResponseLog
+from learnloop.content import CatalogIndex
+from learnloop.datasets import ResponseLog, from_columns
 from learnloop.evaluate._models import EngineModel
 from learnloop.tracing import log_loss
 
-__all__ = ["DEFAULT_GRID", "OptionsFit", "fit_options"]
+if TYPE_CHECKING:
+    from learnloop.engine import Engine
+
+__all__ = ["DEFAULT_GRID", "OptionsFit", "fit_engine", "fit_options"]
 
 #: the values tried for each setting, in the order the coordinate search visits them; a
 #: tuple of names is one coordinate whose values are tuples (settings that only act together)
@@ -55,6 +59,7 @@ def fit_options(
     rounds: int = 2,
     seed: int = 0,
     progress: bool = True,
+    index: CatalogIndex | None = None,
 ) -> OptionsFit:
     """Choose the learner model's settings by coordinate search on ``folds`` folds of
     ``train``'s learners: each setting in turn takes the value of ``grid`` with the
@@ -62,7 +67,8 @@ def fit_options(
     difficulties calibrated on the fold's training part), for ``rounds`` rounds.
 
     Only ``train`` is read: keep the test learners out of it. Ctrl-C stops the search
-    and returns the best settings found so far.
+    and returns the best settings found so far. ``index``: an engine's compiled catalog
+    to fit on (see :class:`EngineModel`), instead of one topic per skill of the log.
     """
     grid = dict(DEFAULT_GRID if grid is None else grid)
     names = {n for key in grid for n in ((key,) if isinstance(key, str) else key)}
@@ -78,7 +84,7 @@ def fit_options(
         if key not in cache:
             losses = []
             for (_, valid), b in zip(parts, calibrated, strict=True):
-                model = EngineModel(dataclasses.replace(base, **options))
+                model = EngineModel(dataclasses.replace(base, **options), index=index)
                 model.b_ = b
                 losses.append(log_loss(valid.correct, model.predict(valid)))
             cache[key] = float(np.mean(losses))
@@ -108,3 +114,40 @@ def fit_options(
         except KeyboardInterrupt:
             interrupted = True
     return OptionsFit(dataclasses.replace(base, **current), best, tuple(tried), interrupted)
+
+
+def fit_engine(
+    engine: Engine,
+    catalog_id: str,
+    *,
+    grid: Mapping[str | tuple[str, ...], Sequence[Any]] | None = None,
+    folds: int = 3,
+    rounds: int = 2,
+    seed: int = 0,
+    progress: bool = True,
+    app: str = "default",
+) -> OptionsFit:
+    """Fit the learner model's settings of one catalog to the engine's own event log and
+    store them (:meth:`learnloop.Engine.set_learner_options`): sessions, statuses and
+    predictions on the catalog use them from then on, in every process on the store.
+
+    The search is :func:`fit_options` on folds of the catalog's learners, on the catalog
+    itself (hierarchy and prerequisites included), starting from the settings in use.
+    """
+    columns = engine.event_log(catalog_id, app=app)
+    if not columns["score"]:
+        raise ValueError(f"catalog '{catalog_id}' has no scored attempts to fit from")
+    log = from_columns(columns, learner="user_id", item="item_id", correct="score", skill="topic_id", time="timestamp")
+    fit = fit_options(
+        log,
+        start=engine.learner_options_for(catalog_id, app=app),
+        grid=grid,
+        folds=folds,
+        rounds=rounds,
+        seed=seed,
+        progress=progress,
+        index=engine.catalog_index(catalog_id, app=app),
+    )
+    if not fit.interrupted:
+        engine.set_learner_options(catalog_id, fit.options, app=app)
+    return fit

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from learnloop._options import LearnerOptions
 from learnloop._tracking import CatalogModel
 from learnloop._types import FloatArray
-from learnloop.content import compile_catalog
+from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.datasets import ResponseLog
 from learnloop.tracing import BKT, Sequences, calibrate, predict_sequences
 from learnloop.tracing.replay import trace
@@ -152,6 +152,9 @@ class EngineModel:
 
     Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace`;
     an answer is posted on its item's first skill, as :meth:`ResponseLog.events` posts it.
+    With ``index`` (an engine's compiled catalog, e.g. ``engine.catalog_index(cid)``) the model
+    is built on that catalog — its hierarchy and prerequisites included — and the log's item ids
+    are the catalog's; an answer counts on its item's first position there.
     """
 
     def __init__(
@@ -161,7 +164,9 @@ class EngineModel:
         calibrate: bool = True,
         name: str = "learnloop engine model",
         progress: bool = False,
+        index: CatalogIndex | None = None,
     ) -> None:
+        self.index = index
         self.options = LearnerOptions.of(options)
         self.calibrate = calibrate
         self.name = name
@@ -178,16 +183,25 @@ class EngineModel:
 
     def catalog_model(self, log: ResponseLog) -> CatalogModel:
         """The engine's compiled catalog and learner model for ``log``'s vocabulary."""
-        items, catalog = log.catalog("log")
-        index = compile_catalog(catalog, {i.item_id: i for i in items})
-        ids = dict(zip(log.item_ids, log.catalog_item_ids, strict=True))
+        if self.index is not None:
+            index = self.index
+            ids = {raw: raw for raw in log.item_ids}
+        else:
+            items, catalog = log.catalog("log")
+            index = compile_catalog(catalog, {i.item_id: i for i in items})
+            ids = dict(zip(log.item_ids, log.catalog_item_ids, strict=True))
         calibration = {ids[raw]: {"b": b} for raw, b in self.b_.items() if raw in ids}
         return CatalogModel.build(index, calibration=calibration, **self.options.as_kwargs())
 
     def predict(self, log: ResponseLog) -> FloatArray:
         cm = self.catalog_model(log)
         index = cm.index
-        position = np.asarray([index.position(i) for i in log.catalog_item_ids], dtype=np.intp)
+        names = log.item_ids if self.index is not None else log.catalog_item_ids
+        found = [index.position(i) for i in names]
+        missing = [raw for raw, p in zip(log.item_ids, found, strict=True) if p is None]
+        if missing:
+            raise ValueError(f"items not in catalog '{index.catalog_id}': {missing[:5]}")
+        position = np.asarray(found, dtype=np.intp)
         out = np.empty(log.n_responses)
         bounds = np.flatnonzero(np.r_[log.first, True])
         runs = zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
