@@ -60,6 +60,7 @@ def fit_options(
     seed: int = 0,
     progress: bool = True,
     index: CatalogIndex | None = None,
+    calibration: bool | str = True,
 ) -> OptionsFit:
     """Choose the learner model's settings by coordinate search on ``folds`` folds of
     ``train``'s learners: each setting in turn takes the value of ``grid`` with the
@@ -75,7 +76,7 @@ def fit_options(
     current = {k: v for k, v in dataclasses.asdict(LearnerOptions.of(start)).items() if k in names or k == "hierarchy"}
     base = LearnerOptions.of(start)
     parts = train.folds(folds, seed=seed)
-    calibrated = [EngineModel().fit(fold_train).b_ for fold_train, _ in parts]
+    calibrated = [EngineModel(calibrate=calibration).fit(fold_train).calibration_ for fold_train, _ in parts]
     cache: dict[tuple[Any, ...], float] = {}
     tried: list[tuple[dict[str, Any], float]] = []
 
@@ -85,7 +86,7 @@ def fit_options(
             losses = []
             for (_, valid), b in zip(parts, calibrated, strict=True):
                 model = EngineModel(dataclasses.replace(base, **options), index=index)
-                model.b_ = b
+                model.calibration_ = b
                 losses.append(log_loss(valid.correct, model.predict(valid)))
             cache[key] = float(np.mean(losses))
             tried.append((dict(options), cache[key]))

@@ -8,7 +8,7 @@ of every response of ``log`` from the same learner's earlier responses only
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -148,7 +148,8 @@ class BKTModel:
 class EngineModel:
     """The engine's learner model (:class:`learnloop.tracing.LearnerModel` on the log's
     catalog, one topic per skill, as :class:`learnloop.Engine` builds it), with item
-    difficulties calibrated (Rasch) on the training log when ``calibrate`` is set.
+    difficulties calibrated on the training log: Rasch when ``calibrate`` is True, 2PL
+    (discriminations too) when it is ``"2pl"``, none when False.
 
     Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace`;
     an answer is posted on its item's first skill, as :meth:`ResponseLog.events` posts it.
@@ -161,7 +162,7 @@ class EngineModel:
         self,
         options: LearnerOptions | Mapping[str, Any] | None = None,
         *,
-        calibrate: bool = True,
+        calibrate: bool | str = True,
         name: str = "learnloop engine model",
         progress: bool = False,
         index: CatalogIndex | None = None,
@@ -171,14 +172,24 @@ class EngineModel:
         self.calibrate = calibrate
         self.name = name
         self.progress = progress
-        self.b_: dict[str, float] = {}
+        self.calibration_: dict[str, dict[str, float]] = {}
+
+    @property
+    def b_(self) -> dict[str, float]:
+        """The calibrated difficulty of each item seen in training, by item id."""
+        return {item: params["b"] for item, params in self.calibration_.items()}
 
     def fit(self, train: ResponseLog) -> EngineModel:
-        self.b_ = {}
+        self.calibration_ = {}
         if self.calibrate and train.n_responses:
-            fit = calibrate(train.learner, train.item, train.correct, n_items=train.n_items, n_persons=train.n_learners)
+            kind: Literal["rasch", "2pl"] = "2pl" if self.calibrate == "2pl" else "rasch"
+            fit = calibrate(
+                train.learner, train.item, train.correct, n_items=train.n_items, n_persons=train.n_learners, model=kind
+            )
             seen = np.bincount(train.item, minlength=train.n_items) > 0
-            self.b_ = {train.item_ids[i]: float(fit.b[i]) for i in np.flatnonzero(seen).tolist()}
+            self.calibration_ = {
+                train.item_ids[i]: {"b": float(fit.b[i]), "a": float(fit.a[i])} for i in np.flatnonzero(seen).tolist()
+            }
         return self
 
     def catalog_model(self, log: ResponseLog) -> CatalogModel:
@@ -190,7 +201,7 @@ class EngineModel:
             items, catalog = log.catalog("log")
             index = compile_catalog(catalog, {i.item_id: i for i in items})
             ids = dict(zip(log.item_ids, log.catalog_item_ids, strict=True))
-        calibration = {ids[raw]: {"b": b} for raw, b in self.b_.items() if raw in ids}
+        calibration = {ids[raw]: params for raw, params in self.calibration_.items() if raw in ids}
         return CatalogModel.build(index, calibration=calibration, **self.options.as_kwargs())
 
     def predict(self, log: ResponseLog) -> FloatArray:
