@@ -256,6 +256,7 @@ class Learners:
         exclude_users: Iterable[str] = (),
         min_responses: int = 1,
         progress: bool = False,
+        ability_sd: float | None = 1.0,
         app: str = "default",
     ) -> dict[str, dict[str, float]]:
         cm = self.content.catalog_model(catalog_id, app=app)
@@ -293,6 +294,7 @@ class Learners:
             model=model,  # type: ignore[arg-type]
             b_prior_mean=np.asarray(b0),
             progress=progress,
+            ability_sd=ability_sd,
         )
         counts = np.bincount(np.asarray(items), minlength=len(item_codes))
         result = {

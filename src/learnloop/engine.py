@@ -397,6 +397,7 @@ class Engine:
         exclude_users: Iterable[str] = (),
         min_responses: int = 1,
         progress: bool = False,
+        ability_sd: float | None = 1.0,
         app: str = "default",
     ) -> dict[str, dict[str, float]]:
         """Calibrate item difficulty (and discrimination, 2PL) from the event log.
@@ -406,6 +407,8 @@ class Engine:
         cold-start difficulty, so sparse items stay near it. The result is
         stored and used by the learner model from then on (learner states are
         rebuilt). Returns ``{item_id: {"b": ..., "a": ..., "n": responses}}``.
+        ``ability_sd``: the learners' ability spread, fixed (1) or estimated
+        (None, Rasch; see :func:`learnloop.tracing.calibrate`).
         """
         return self._learners.calibrate(
             catalog_id,
@@ -413,6 +416,7 @@ class Engine:
             exclude_users=exclude_users,
             min_responses=min_responses,
             progress=progress,
+            ability_sd=ability_sd,
             app=app,
         )
 

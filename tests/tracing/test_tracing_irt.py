@@ -164,3 +164,21 @@ def test_calibration_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="scores must lie") as err:
         calibrate([0], [0], [2.0], model="3pl")  # type: ignore[arg-type]
     assert "model" in str(err.value)
+
+
+def test_calibration_estimates_the_ability_spread_and_no_longer_compresses_difficulties() -> None:
+    rng = np.random.default_rng(3)
+    n_persons, n_items = 1500, 40
+    theta = rng.normal(0.0, 2.0, n_persons)
+    b = rng.normal(0.0, 1.0, n_items)
+    person = np.repeat(np.arange(n_persons), n_items)
+    item = np.tile(np.arange(n_items), n_persons)
+    score = (rng.random(person.size) < 1.0 / (1.0 + np.exp(-(theta[person] - b[item])))).astype(float)
+    fixed = calibrate(person, item, score)
+    free = calibrate(person, item, score, ability_sd=None)
+    assert fixed.ability_sd == 1.0 and free.ability_sd == pytest.approx(2.0, abs=0.15)
+    # with the spread fixed at 1 the difficulties shrink toward 0; estimated, they keep their scale
+    assert np.polyfit(b, fixed.b, 1)[0] < 0.9 < np.polyfit(b, free.b, 1)[0]
+    assert np.sqrt(np.mean((free.theta - theta) ** 2)) < np.sqrt(np.mean((fixed.theta - theta) ** 2))
+    with pytest.raises(ValueError, match="Rasch model only"):
+        calibrate(person, item, score, model="2pl", ability_sd=None)

@@ -148,8 +148,9 @@ class BKTModel:
 class EngineModel:
     """The engine's learner model (:class:`learnloop.tracing.LearnerModel` on the log's
     catalog, one topic per skill, as :class:`learnloop.Engine` builds it), with item
-    difficulties calibrated on the training log: Rasch when ``calibrate`` is True, 2PL
-    (discriminations too) when it is ``"2pl"``, none when False.
+    difficulties calibrated on the training log: Rasch (with the learners' ability spread
+    estimated) when ``calibrate`` is True, 2PL (discriminations too) when it is ``"2pl"``,
+    none when False.
 
     Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace`;
     an answer is posted on its item's first skill, as :meth:`ResponseLog.events` posts it.
@@ -184,7 +185,13 @@ class EngineModel:
         if self.calibrate and train.n_responses:
             kind: Literal["rasch", "2pl"] = "2pl" if self.calibrate == "2pl" else "rasch"
             fit = calibrate(
-                train.learner, train.item, train.correct, n_items=train.n_items, n_persons=train.n_learners, model=kind
+                train.learner,
+                train.item,
+                train.correct,
+                n_items=train.n_items,
+                n_persons=train.n_learners,
+                model=kind,
+                ability_sd=None if kind == "rasch" else 1.0,
             )
             seen = np.bincount(train.item, minlength=train.n_items) > 0
             self.calibration_ = {

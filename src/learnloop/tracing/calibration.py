@@ -56,6 +56,8 @@ class Calibration:
     n_iter: int
     converged: bool
     interrupted: bool
+    #: the standard deviation of the abilities in the population (fixed or estimated)
+    ability_sd: float = 1.0
 
 
 def _m_step_objective(
@@ -100,12 +102,20 @@ def calibrate(
     max_iter: int = 500,
     tol: float = 1e-6,
     progress: bool = False,
+    ability_sd: float | None = 1.0,
 ) -> Calibration:
     """Calibrate item parameters by marginal MAP (see the module docstring).
 
     ``b_prior_mean`` is a scalar or one value per item (e.g.
     ``difficulty_to_b(cold_start_difficulty)``). Iteration stops when the log
     posterior changes by less than ``tol`` per event.
+
+    ``ability_sd``: the spread of the abilities, N(0, ``ability_sd``²); None
+    estimates it (Rasch only: with 2PL the discriminations carry the scale),
+    each iteration setting it to the root mean posterior second moment of the
+    abilities (the marginal-likelihood EM step for a population variance). A
+    fixed spread of 1 on learners who differ more compresses the difficulties
+    toward 0.
     """
     p_idx = np.asarray(person, dtype=np.intp).ravel()
     i_idx = np.asarray(item, dtype=np.intp).ravel()
@@ -117,6 +127,10 @@ def calibrate(
         problems.append("scores must lie in [0, 1]")
     if model not in ("rasch", "2pl"):
         problems.append(f"model must be 'rasch' or '2pl', got {model!r}")
+    if ability_sd is None and model == "2pl":
+        problems.append("the ability spread is estimated with the Rasch model only (2PL: give ability_sd)")
+    elif ability_sd is not None and not ability_sd > 0.0:
+        problems.append(f"ability_sd must be positive, got {ability_sd}")
     if p_idx.size and (p_idx.min() < 0 or i_idx.min() < 0):
         problems.append("person and item indices must be non-negative")
     if problems:
@@ -128,8 +142,10 @@ def calibrate(
     b0 = np.broadcast_to(np.asarray(b_prior_mean, dtype=np.float64), (n_items,)).copy()
     two_pl = model == "2pl"
 
-    nodes = np.linspace(-5.0, 5.0, n_quad)
-    log_w = -0.5 * nodes**2
+    unit = np.linspace(-5.0, 5.0, n_quad)
+    sigma = 1.0 if ability_sd is None else float(ability_sd)
+    nodes = sigma * unit
+    log_w = -0.5 * unit**2
     log_w -= np.log(np.exp(log_w).sum())
     shape = (n_persons, n_items)
     right = sp.csr_matrix((s, (p_idx, i_idx)), shape=shape)
@@ -171,6 +187,9 @@ def calibrate(
             )
             # commit the iteration only once it is complete
             post = new_post
+            if ability_sd is None:  # the population spread: root mean posterior second moment
+                sigma = float(np.sqrt(np.mean(new_post @ nodes**2)))
+                nodes = sigma * unit
             b = res.x[:n_items].copy()
             if two_pl:
                 log_a = res.x[n_items:].copy()
@@ -196,4 +215,5 @@ def calibrate(
         n_iter=n_iter,
         converged=converged,
         interrupted=interrupted,
+        ability_sd=sigma,
     )
