@@ -112,10 +112,7 @@ def run_worker(args: list[str]) -> None:
 
 
 # -- pyBKT on the same pairs ----------------------------------------------------------------
-def pybkt(root: Path, split: str, workdir: Path) -> dict[str, float] | None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _peers_env import peer_python
-
+def pybkt(root: Path, split: str, workdir: Path, python: Path) -> dict[str, float] | None:
     train, test = load(root, split)
     tr_rows, tr_skills = train.response_skills()
     te_rows, te_skills = test.response_skills()
@@ -141,7 +138,7 @@ def pybkt(root: Path, split: str, workdir: Path) -> dict[str, float] | None:
     )
     t = time.perf_counter()
     done = subprocess.run(
-        [str(peer_python()), "-c", code, str(runner), str(path), str(out), "1"],
+        [str(python), "-c", code, str(runner), str(path), str(out), "1"],
         check=True,
         capture_output=True,
         text=True,
@@ -177,6 +174,11 @@ def main() -> None:
         return fit_worker(args.data_dir, args.fit_worker[0], Path(args.fit_worker[1]), args.folds)
     from learnloop.evaluate import metrics
 
+    if not args.no_pybkt:  # build (or check) pyBKT's environment before any table is printed
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _peers_env import peer_python
+
+        peer = peer_python()
     summary: list[tuple[str, str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -198,7 +200,7 @@ def main() -> None:
                       f"{fit_s:.2f} s | {replay_s:.2f} s | {n / replay_s:,.0f}/s | {rss:.0f} MB |")  # fmt: skip
                 summary.append((split, name, m["auc"]))
             if not args.no_pybkt:
-                r = pybkt(args.data_dir, split, workdir)
+                r = pybkt(args.data_dir, split, workdir, peer)
                 if r is not None:
                     print(f"| pyBKT 1.4.3 | {r['auc']:.3f} | {r['rmse']:.3f} | {r['log_loss']:.3f} | {r['ece']:.3f} | "
                           f"{r['fit']:.2f} s | {r['replay']:.2f} s | | {r['rss']:.0f} MB |")  # fmt: skip
