@@ -165,6 +165,9 @@ def main() -> None:
     parser.add_argument("--splits", nargs="+", default=list(FILES), choices=list(FILES))
     parser.add_argument("--no-pybkt", action="store_true", help="leave pyBKT out")
     parser.add_argument("--folds", type=int, default=3, help="folds of the training learners for fit_options")
+    parser.add_argument(
+        "--models", nargs="+", default=list(MODELS), choices=list(MODELS), help="learnloop's models to run"
+    )
     parser.add_argument("--worker", nargs=4, metavar=("SPLIT", "MODEL", "OPTIONS", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--fit-worker", nargs=2, metavar=("SPLIT", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -183,14 +186,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for split in args.splits:
-            fitted = workdir / f"{split}_options.json"
-            run_worker([str(args.data_dir), "--fit-worker", split, str(fitted), "--folds", str(args.folds)])
-            chosen = json.loads(fitted.read_text())
-            print(f"\n## {split}\n\nengine settings chosen on {args.folds} folds of the training learners "
-                  f"in {chosen['seconds']:.0f} s (validation log loss {chosen['log_loss']:.4f}): {chosen['options']}\n")  # fmt: skip
+            chosen: dict[str, Any] = {"options": {}}
+            print(f"\n## {split}\n")
+            if "engine (fitted)" in args.models:
+                fitted = workdir / f"{split}_options.json"
+                run_worker([str(args.data_dir), "--fit-worker", split, str(fitted), "--folds", str(args.folds)])
+                chosen = json.loads(fitted.read_text())
+                print(f"engine settings chosen on {args.folds} folds of the training learners in "
+                      f"{chosen['seconds']:.0f} s (validation log loss {chosen['log_loss']:.4f}): {chosen['options']}\n")  # fmt: skip
             print("| model | AUC | RMSE | log loss | ECE | fit | replay | replay rate | peak RSS |")
             print("|---|---|---|---|---|---|---|---|---|")
-            for name in MODELS:
+            for name in args.models:
                 out = workdir / f"{split}_{len(summary)}.npz"
                 run_worker([str(args.data_dir), "--worker", split, name, json.dumps(chosen["options"]), str(out)])
                 with np.load(out) as z:
