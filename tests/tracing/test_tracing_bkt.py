@@ -138,3 +138,30 @@ def test_bkt_rejects_bad_hyperparameters() -> None:
     with pytest.raises(ValueError, match="n_restarts") as err:
         BKT(n_restarts=0, max_guess=1.5)
     assert "max_guess" in str(err.value)
+
+
+def test_memory_grows_with_the_answers_not_with_the_longest_sequence_times_the_sequences() -> None:
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    # one learner with 5,000 answers on skill 0, and 20,000 learners with one answer each
+    skill = np.r_[np.zeros(5000, dtype=int), rng.integers(0, 3, 20_000)]
+    student = np.r_[np.zeros(5000, dtype=int), np.arange(1, 20_001)]
+    correct = rng.random(skill.size) < 0.6
+    tracemalloc.start()
+    seqs = Sequences.from_events(skill, student, correct, n_skills=3)
+    model = BKT(n_restarts=2, max_iter=5, seed=0).fit(seqs)
+    pred = predict_sequences(model.params_, seqs)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert seqs.flat_obs.size == seqs.flat_index.size == skill.size
+    # a padded (5,000 x 20,001) layout alone would take 800 MB; the flat one a few MB
+    assert peak < 60 * 2**20, peak
+    assert np.all(np.isfinite(pred)) and pred.size == skill.size
+
+
+def test_student_ids_need_not_be_dense() -> None:
+    sparse = Sequences.from_events([0, 1, 0], [10**12, 10**12, 5], [1, 0, 1])
+    dense = Sequences.from_events([0, 1, 0], [1, 1, 0], [1, 0, 1])
+    assert sparse.lengths.tolist() == dense.lengths.tolist() and sparse.skill.tolist() == dense.skill.tolist()
+    assert sparse.student.tolist() == [5, 10**12, 10**12]

@@ -12,10 +12,14 @@ Filtering one observation (correct :math:`o \in \{0, 1\}`) from the belief
     k'  = k e_K / (k e_K + (1 - k) e_U)              # condition on the answer
     k'' = k' (1 - forget) + (1 - k') learn           # then move one step on
 
-The fit is Baum-Welch EM over many sequences at once: sequences are padded
-into a time-major ``(max_len, n_sequences)`` array sorted by length, so each
-time step is a handful of numpy operations over every (restart, sequence) pair,
-and all skills are fitted together, each with its own parameters. Identical
+The fit is Baum-Welch EM over many sequences at once. Sequences are sorted by
+length (longest first), so the sequences still running at step ``t`` are the
+first ``n_active[t]``; their answers at step ``t`` are stored one after the
+other in a flat array (``flat_obs[step_ptr[t]:step_ptr[t + 1]]``), with no
+padding: memory grows with the number of answers, not with the longest
+sequence times the number of sequences. Each time step is a handful of numpy
+operations over every (restart, running sequence) pair, and all skills are
+fitted together, each with its own parameters. Identical
 sequences of a skill are merged into one weighted column first, and the
 random restarts run side by side along an extra axis. ``guess`` and
 ``slip`` are bounded by ``max_guess`` / ``max_slip`` (0.3 by default, the usual
@@ -36,6 +40,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ._ragged import _answers, _steps, _time_major
 from ._types import ArrayLike, BoolArray, FloatArray, IntArray
 
 __all__ = ["BKT", "BKTParams", "Sequences", "bkt_p_correct", "bkt_step", "predict_sequences"]
@@ -92,32 +97,58 @@ def bkt_step(p_known: ArrayLike, correct: ArrayLike, params: BKTParams) -> Float
     return post * (1.0 - params.forget) + (1.0 - post) * params.learn
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Sequences:
-    """Binary answer sequences, one per (skill, student), padded time-major.
+    """Binary answer sequences, one per (skill, student), in a flat time-major layout.
 
-    ``obs[t, j]`` is the t-th answer of sequence ``j``; sequences are sorted by
-    decreasing length so the sequences still running at step ``t`` are the
-    first ``n_active[t]``. ``event_index[t, j]`` maps back to the position in
-    the event arrays given to :meth:`from_events` (-1 on padding).
+    Sequences are sorted by decreasing length, so the sequences still running
+    at step ``t`` are the first ``n_active[t]``; their answers at step ``t``
+    are ``flat_obs[step_ptr[t]:step_ptr[t + 1]]`` (sequence ``j``'s at
+    position ``step_ptr[t] + j``), and ``flat_index`` maps each back to the
+    position in the event arrays given to :meth:`from_events`. ``obs`` and
+    ``event_index`` give the padded ``(max_len, n_sequences)`` forms on demand
+    (for inspection: they take max_len x n_sequences memory; the fit never
+    builds them).
     """
 
-    obs: FloatArray
+    flat_obs: FloatArray
+    flat_index: IntArray
+    step_ptr: IntArray
     lengths: IntArray
     skill: IntArray
     student: IntArray
-    event_index: IntArray
     n_skills: int
 
     @property
     def n_active(self) -> IntArray:
         """Number of sequences still running at each time step."""
-        return (self.lengths[None, :] > np.arange(self.obs.shape[0])[:, None]).sum(axis=1)
+        return np.diff(self.step_ptr)
+
+    @property
+    def max_len(self) -> int:
+        """The longest sequence's length."""
+        return int(self.step_ptr.size - 1)
+
+    def _dense(self, flat: np.ndarray, fill: float) -> np.ndarray:
+        out = np.full((self.max_len, self.lengths.size), fill, dtype=flat.dtype)
+        t, j = _steps(self.lengths)
+        out[t, j] = flat[self.step_ptr[t] + j]
+        return out
+
+    @property
+    def obs(self) -> FloatArray:
+        """``obs[t, j]``: the t-th answer of sequence ``j`` (0 on padding)."""
+        return self._dense(self.flat_obs, 0.0)
+
+    @property
+    def event_index(self) -> IntArray:
+        """``event_index[t, j]``: the event behind ``obs[t, j]`` (-1 on padding)."""
+        return self._dense(self.flat_index, -1)
 
     @property
     def valid(self) -> BoolArray:
         """``(max_len, n_sequences)`` mask of real (not padded) answers."""
-        return self.lengths[None, :] > np.arange(self.obs.shape[0])[:, None]
+        return self.lengths[None, :] > np.arange(self.max_len)[:, None]
 
     @classmethod
     def from_events(
@@ -131,13 +162,15 @@ class Sequences:
         """Group events (given in time order) into one sequence per (skill, student).
 
         ``correct`` may be boolean, 0/1 or a score in [0, 1] (thresholded at 0.5).
+        Student indices may be any non-negative integers (pairs are grouped by
+        value, not by a dense product of skills and students).
 
         >>> seqs = Sequences.from_events([0, 0, 1, 0], [7, 7, 7, 8], [1, 0, 1, 1])
         >>> seqs.obs.T.tolist(), seqs.lengths.tolist(), seqs.skill.tolist()
         ([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]], [2, 1, 1], [0, 0, 1])
         """
-        sk = np.asarray(skill, dtype=np.intp).ravel()
-        st = np.asarray(student, dtype=np.intp).ravel()
+        sk = np.asarray(skill, dtype=np.int64).ravel()
+        st = np.asarray(student, dtype=np.int64).ravel()
         ok = (np.asarray(correct, dtype=np.float64).ravel() >= 0.5).astype(np.float64)
         if not sk.size == st.size == ok.size:
             raise ValueError(f"skill, student and correct differ in length: {sk.size}, {st.size}, {ok.size}")
@@ -147,35 +180,32 @@ class Sequences:
         n_skills = k if n_skills is None else n_skills
         if k > n_skills:
             raise ValueError(f"skill index {k - 1} out of range for n_skills={n_skills}")
-        n_students = int(st.max()) + 1 if st.size else 0
-        key = sk * n_students + st
-        order = np.argsort(key, kind="stable")
-        keys, first, counts = np.unique(key[order], return_index=True, return_counts=True)
-        group = np.repeat(np.arange(keys.size), counts)
-        pos = np.arange(order.size) - np.repeat(first, counts)
-        # longest first (ties by skill, then student) so active sequences form a prefix
-        rank = np.lexsort((keys, -counts))
-        new_of_group = np.empty_like(rank)
-        new_of_group[rank] = np.arange(rank.size)
-        col = new_of_group[group]
-        max_len = int(counts.max()) if counts.size else 0
-        obs = np.zeros((max_len, keys.size))
-        obs[pos, col] = ok[order]
-        index = np.full((max_len, keys.size), -1, dtype=np.intp)
-        index[pos, col] = order
-        sorted_keys = keys[rank]
+        order = np.lexsort((st, sk))  # stable: time order kept within each (skill, student)
+        sk_o, st_o = sk[order], st[order]
+        new_group = np.ones(order.size, dtype=bool)
+        new_group[1:] = (sk_o[1:] != sk_o[:-1]) | (st_o[1:] != st_o[:-1])
+        first = np.flatnonzero(new_group)
+        counts = np.diff(np.r_[first, order.size]).astype(np.intp)
+        # longest first (ties by skill, then student) so the running sequences form a prefix
+        rank = np.lexsort((st_o[first], sk_o[first], -counts))
+        starts = first[rank]
+        lengths = counts[rank]
+        t, j = _steps(lengths)
+        events = order[starts[j] + t]  # sequence-major: sequence 0's events, then sequence 1's, ...
+        flat_index, step_ptr = _time_major(events, lengths)
         return cls(
-            obs=obs,
-            lengths=counts[rank].astype(np.intp),
-            skill=(sorted_keys // max(n_students, 1)).astype(np.intp),
-            student=(sorted_keys % max(n_students, 1)).astype(np.intp),
-            event_index=index,
+            flat_obs=ok[flat_index],
+            flat_index=flat_index.astype(np.intp),
+            step_ptr=step_ptr,
+            lengths=lengths,
+            skill=sk_o[starts].astype(np.intp),
+            student=st_o[starts].astype(np.intp),
             n_skills=n_skills,
         )
 
 
 def _forward(
-    obs: FloatArray, n_active: IntArray, prm: FloatArray, *, keep: bool
+    obs: FloatArray, step_ptr: IntArray, prm: FloatArray, *, keep: bool
 ) -> tuple[list[FloatArray], list[FloatArray], FloatArray]:
     """Filter all sequences; prm is (5, R, S). Returns predicted and filtered P(K), loglik (R, S)."""
     prior, learn, guess, slip, forget = prm
@@ -187,10 +217,12 @@ def _forward(
     loglik = np.zeros_like(prior)
     preds: list[FloatArray] = []
     posts: list[FloatArray] = []
-    for t, n in enumerate(n_active.tolist()):
+    ptr = step_ptr.tolist()
+    for t in range(len(ptr) - 1):
+        n = ptr[t + 1] - ptr[t]
         if n < k.shape[1]:
             k = k[:, :n]
-        o = obs[t, :n]
+        o = obs[ptr[t] : ptr[t + 1]]
         e_k = slip[:, :n] + o * d_k[:, :n]
         e_u = c_u[:, :n] + o * d_u[:, :n]
         num = k * e_k
@@ -208,7 +240,7 @@ def _forward(
 
 
 def _expected_counts(
-    obs: FloatArray, n_active: IntArray, prm: FloatArray, preds: list[FloatArray], posts: list[FloatArray]
+    obs: FloatArray, step_ptr: IntArray, prm: FloatArray, preds: list[FloatArray], posts: list[FloatArray]
 ) -> FloatArray:
     """Backward smoothing; returns soft counts (7, R, S) summed over time."""
     _, learn, _, _, forget = prm
@@ -240,26 +272,47 @@ def _expected_counts(
         else:
             g = posts[t]
         acc[1][:, :n] += g
-        acc[2][:, :n] += g * obs[t, :n]
+        acc[2][:, :n] += g * obs[step_ptr[t] : step_ptr[t + 1]]
         g_next = g
         n_last = n
     acc[0] = g
     return acc
 
 
-def _distinct(sequences: Sequences) -> tuple[FloatArray, IntArray, IntArray, FloatArray]:
-    """Identical (skill, answers) sequences merged into one weighted column, longest first."""
-    n = sequences.skill.size
+def _distinct(sequences: Sequences) -> tuple[FloatArray, IntArray, IntArray, IntArray, FloatArray]:
+    """Identical (skill, answers) sequences merged into one weighted sequence, longest first.
+
+    Returns the merged sequences' flat time-major answers, ``step_ptr``, lengths,
+    skills and weights (how many sequences each stands for).
+    """
+    lengths, skill = sequences.lengths, sequences.skill
+    n = skill.size
     if n == 0:
-        return sequences.obs, sequences.lengths, sequences.skill, np.ones(0)
-    bits = np.packbits(sequences.obs.T.astype(np.uint8), axis=1)
-    head = np.column_stack([sequences.skill, sequences.lengths]).astype(np.int64).view(np.uint8).reshape(n, -1)
-    rows = np.ascontiguousarray(np.column_stack([head, bits]))
-    keys = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
-    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
-    order = np.lexsort((first, -sequences.lengths[first]))  # longest first, then first appearance
-    pick = first[order]
-    return sequences.obs[:, pick], sequences.lengths[pick], sequences.skill[pick], counts[order].astype(np.float64)
+        return sequences.flat_obs, sequences.step_ptr, lengths, skill, np.ones(0)
+    t, j = _steps(lengths)
+    answers = sequences.flat_obs[sequences.step_ptr[t] + j]  # sequence-major
+    starts = np.cumsum(lengths) - lengths
+    picks: list[IntArray] = []
+    weights: list[IntArray] = []
+    # sequences of one length are contiguous (longest first): hash each length's rows at once
+    bounds = np.flatnonzero(np.r_[True, lengths[1:] != lengths[:-1], True])
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        length = int(lengths[lo])
+        block = answers[starts[lo] : starts[lo] + length * (hi - lo)].reshape(hi - lo, length)
+        bits = np.packbits(block.astype(np.uint8), axis=1)
+        head = skill[lo:hi].astype(np.int64).view(np.uint8).reshape(hi - lo, -1)
+        rows = np.ascontiguousarray(np.column_stack([head, bits]))
+        keys = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
+        _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+        order = np.argsort(first, kind="stable")  # first appearance within the length
+        picks.append(lo + first[order])
+        weights.append(counts[order])
+    pick = np.concatenate(picks)
+    weight = np.concatenate(weights).astype(np.float64)
+    kept = lengths[pick]
+    rows = np.repeat(starts[pick] - np.cumsum(kept) + kept, kept) + np.arange(int(kept.sum()))
+    flat, step_ptr = _time_major(answers[rows], kept)
+    return flat, step_ptr, kept, skill[pick], weight
 
 
 class BKT:
@@ -350,14 +403,15 @@ class BKT:
         """Fit every skill of ``sequences``; returns ``self``."""
         rng = np.random.default_rng(self.seed)
         k = sequences.n_skills
-        obs, lengths, skill, weight = _distinct(sequences)
-        n_active = (lengths[None, :] > np.arange(obs.shape[0])[:, None]).sum(axis=1)
+        obs, step_ptr, lengths, skill, weight = _distinct(sequences)
+        per_sequence = np.bincount(np.repeat(np.arange(lengths.size), lengths), weights=_answers(obs, step_ptr, lengths),
+                                   minlength=lengths.size)  # fmt: skip
         # onehot[j, s] = how many sequences row j stands for, if it belongs to skill s
         onehot = np.zeros((skill.size, k))
         onehot[np.arange(skill.size), skill] = weight
         n_seq_k = onehot.sum(axis=0)
         n_obs_k = lengths @ onehot
-        obs_k = obs.sum(axis=0) @ onehot
+        obs_k = per_sequence @ onehot
         prm_k = self._initial(k, rng)  # (5, R, K)
         ll_prev = np.full((prm_k.shape[1], k), -np.inf)
         n_iter = np.zeros(k, dtype=np.intp)
@@ -368,8 +422,8 @@ class BKT:
                 prm_k = prm_k[:, best, np.arange(k)][:, None, :]
                 ll_prev = ll_prev[best, np.arange(k)][None, :]
             prm = prm_k[:, :, skill]
-            preds, posts, ll = _forward(obs, n_active, prm, keep=True)
-            acc = _expected_counts(obs, n_active, prm, preds, posts)
+            preds, posts, ll = _forward(obs, step_ptr, prm, keep=True)
+            acc = _expected_counts(obs, step_ptr, prm, preds, posts)
             ll_k = ll @ onehot
             acc_k = acc @ onehot
             new = self._m_step(acc_k, n_seq_k, obs_k, n_obs_k, prm_k)
@@ -410,10 +464,11 @@ def predict_sequences(params: ArrayLike, sequences: Sequences) -> FloatArray:
     """
     p = np.asarray(params, dtype=np.float64)
     prm = p.T[:, None, sequences.skill]
-    preds, _, _ = _forward(sequences.obs, sequences.n_active, prm, keep=True)
+    preds, _, _ = _forward(sequences.flat_obs, sequences.step_ptr, prm, keep=True)
     out = np.full(int(sequences.lengths.sum()), math.nan)
     guess, slip = prm[2, 0], prm[3, 0]
+    ptr = sequences.step_ptr
     for t, k in enumerate(preds):
         n = k.shape[1]
-        out[sequences.event_index[t, :n]] = k[0] * (1.0 - slip[:n]) + (1.0 - k[0]) * guess[:n]
+        out[sequences.flat_index[ptr[t] : ptr[t + 1]]] = k[0] * (1.0 - slip[:n]) + (1.0 - k[0]) * guess[:n]
     return out
