@@ -251,6 +251,7 @@ def _expected_counts(
     g = posts[-1]
     g_next = g
     n_last = g.shape[1]
+    forgets = bool(forget.any())
     for t in range(len(posts) - 1, -1, -1):
         n = posts[t].shape[1]
         if t < len(posts) - 1:
@@ -258,7 +259,7 @@ def _expected_counts(
             pk_next = preds[t + 1]
             ratio_k = g_next / pk_next
             g = posts[t].copy()
-            if forget.any():
+            if forgets:
                 ratio_u = (1.0 - g_next) / (1.0 - pk_next)
                 fm = forget[:, :m]
                 gm = posts[t][:, :m] * ((1.0 - fm) * ratio_k + fm * ratio_u)
@@ -406,12 +407,10 @@ class BKT:
         obs, step_ptr, lengths, skill, weight = _distinct(sequences)
         per_sequence = np.bincount(np.repeat(np.arange(lengths.size), lengths), weights=_answers(obs, step_ptr, lengths),
                                    minlength=lengths.size)  # fmt: skip
-        # onehot[j, s] = how many sequences row j stands for, if it belongs to skill s
-        onehot = np.zeros((skill.size, k))
-        onehot[np.arange(skill.size), skill] = weight
-        n_seq_k = onehot.sum(axis=0)
-        n_obs_k = lengths @ onehot
-        obs_k = per_sequence @ onehot
+        # per skill: sequences, answers and right answers (a merged sequence counts its weight)
+        n_seq_k = _per_skill(np.ones(skill.size), skill, weight, k)
+        n_obs_k = _per_skill(lengths.astype(np.float64), skill, weight, k)
+        obs_k = _per_skill(np.asarray(per_sequence, dtype=np.float64), skill, weight, k)
         prm_k = self._initial(k, rng)  # (5, R, K)
         ll_prev = np.full((prm_k.shape[1], k), -np.inf)
         n_iter = np.zeros(k, dtype=np.intp)
@@ -424,17 +423,22 @@ class BKT:
             prm = prm_k[:, :, skill]
             preds, posts, ll = _forward(obs, step_ptr, prm, keep=True)
             acc = _expected_counts(obs, step_ptr, prm, preds, posts)
-            ll_k = ll @ onehot
-            acc_k = acc @ onehot
+            ll_k = _per_skill(ll, skill, weight, k)
+            acc_k = _per_skill(acc, skill, weight, k)
             new = self._m_step(acc_k, n_seq_k, obs_k, n_obs_k, prm_k)
             change = np.abs(ll_k - ll_prev).max(axis=0) / np.maximum(n_obs_k, 1)
             now_done = done | (change < self.tol)
             n_iter[~done] += 1
             prm_k = np.where(now_done[None, None, :], prm_k, new)
-            ll_prev = ll_k
+            ll_prev = np.where(done[None, :], ll_prev, ll_k)  # a finished skill keeps its likelihood
             done = now_done
             if done.all():
                 break
+            running = ~done[skill]
+            if running.mean() < 0.75:  # drop the sequences of finished skills from the passes
+                answers = _answers(obs, step_ptr, lengths)[np.repeat(running, lengths)]
+                lengths, skill, weight = lengths[running], skill[running], weight[running]
+                obs, step_ptr = _time_major(answers, lengths)
         best = ll_prev.argmax(axis=0)
         self.params_ = prm_k[:, best, np.arange(k)].T.copy()
         self.log_likelihood_ = ll_prev[best, np.arange(k)]
@@ -454,6 +458,16 @@ class BKT:
         The prediction for an answer uses only the answers before it.
         """
         return predict_sequences(self.params_, sequences)
+
+
+def _per_skill(x: FloatArray, skill: IntArray, weight: FloatArray, k: int) -> FloatArray:
+    """Weighted sums over sequences (last axis) by skill. Each skill's terms are added in
+    sequence order, so dropping other skills' sequences does not change a skill's sums."""
+    lead = x.shape[:-1]
+    rows = int(np.prod(lead))
+    index = (np.arange(rows)[:, None] * k + skill[None, :]).ravel()
+    sums = np.bincount(index, weights=(x.reshape(rows, -1) * weight).ravel(), minlength=rows * k)
+    return np.asarray(sums, dtype=np.float64).reshape(*lead, k)
 
 
 def predict_sequences(params: ArrayLike, sequences: Sequences) -> FloatArray:
