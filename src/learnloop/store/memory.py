@@ -2,26 +2,77 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import count as _counter
 from typing import Literal
 
-from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
+from learnloop.store._packed import Bucket, DocCodec, Row
+from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix
 
 __all__ = ["MemoryStore"]
 
 _ABSENT = object()
+#: tables with keys this wide keep their rows in buckets by the first two key parts
+_WIDE = 3
+
+Where = tuple[str, str]  # (table, app)
+Heads = dict[str, "str | set[str]"]  # first key part -> the second parts present under it
+
+
+def _width(table: str) -> int:
+    width = TABLES.get(table)
+    if width is None:
+        raise KeyError(f"unknown table '{table}'")
+    return width
+
+
+def _plain(key: Key) -> Key:
+    """The key with exact ``str`` parts (the store keeps no caller's subclass)."""
+    if all(part.__class__ is str for part in key):
+        return key
+    return tuple(str.__str__(part) for part in key)
+
+
+def _head_add(heads: Heads, first: str, second: str) -> None:
+    present = heads.get(first)
+    if present is None:
+        heads[first] = second
+    elif isinstance(present, str):
+        if present != second:
+            heads[first] = {present, second}
+    else:
+        present.add(second)
+
+
+def _head_remove(heads: Heads, first: str, second: str) -> None:
+    present = heads.get(first)
+    if isinstance(present, str):
+        if present == second:
+            del heads[first]
+    elif present is not None:
+        present.discard(second)
+        if len(present) == 1:
+            heads[first] = next(iter(present))
+
+
+def _seconds(heads: Heads, first: str) -> list[str]:
+    present = heads.get(first)
+    if present is None:
+        return []
+    return [present] if isinstance(present, str) else sorted(present)
 
 
 class MemoryStore:
-    """Dict-backed store; ``atomic()`` keeps an undo log and rolls back on error.
+    """A compact in-memory store; ``atomic()`` keeps an undo log and rolls back on error.
 
-    Documents are kept encoded (as :class:`~learnloop.store.SQLiteStore` keeps
-    them), so a caller never shares an object with the store and every store
-    returns the same thing. A nested ``atomic()`` block that raises undoes its
-    own writes only.
+    Documents are kept encoded (compact JSON by shape, see
+    :mod:`learnloop.store._packed`), so a caller never shares an object with the
+    store and every store returns the same thing. The events table (keys of four
+    parts) keeps one packed bucket per learner and catalog, at about 80 bytes an
+    event. A nested ``atomic()`` block that raises undoes its own writes only.
 
     >>> store = MemoryStore()
     >>> store.put_many("items", "app", [(("q1",), {"item_id": "q1"})])
@@ -30,41 +81,101 @@ class MemoryStore:
     """
 
     def __init__(self) -> None:
-        # (table, app) -> key -> (seq, encoded doc)
-        self._data: dict[tuple[str, str], dict[Key, tuple[int, bytes]]] = {}
+        # narrow tables: (table, app) -> key -> update sequence (8 bytes) + encoded doc
+        self._flat: dict[Where, dict[Key, bytes]] = {}
+        # wide tables: (table, app) -> first two key parts -> bucket of rows by the other parts
+        self._buckets: dict[Where, dict[Key, Bucket]] = {}
+        # tables of two parts or more: (table, app) -> first part -> second parts present
+        self._heads: dict[Where, Heads] = {}
+        self._codec = DocCodec()
         self._seq = _counter(1)
         self._lock = threading.RLock()
-        self._undo: list[tuple[tuple[str, str], Key, object]] | None = None
-        # (table, app) -> key prefix (first one or two parts) -> keys under it, for prefix scans
-        self._groups: dict[tuple[str, str], dict[Key, set[Key]]] = {}
+        self._undo: list[tuple[Where, Key, object]] | None = None
 
-    def _table(self, table: str, app: str) -> dict[Key, tuple[int, bytes]]:
-        if table not in TABLES:
-            raise KeyError(f"unknown table '{table}'")
-        return self._data.setdefault((table, app), {})
+    # -- rows -------------------------------------------------------------------------
+    def _row(self, where: Where, width: int, key: Key) -> Row | None:
+        if width >= _WIDE:
+            bucket = self._buckets.get(where, {}).get(key[:2])
+            return None if bucket is None else bucket.get(key[2:])
+        packed = self._flat.get(where, {}).get(key)
+        return None if packed is None else (int.from_bytes(packed[:8], "little"), packed[8:])
 
-    def _indexed(self, where: tuple[str, str], key: Key, present: bool) -> None:
-        """Keep the prefix groups in step with one key's presence."""
-        groups = self._groups.setdefault(where, {})
-        for n in range(1, min(len(key), 3)):
-            if present:
-                groups.setdefault(key[:n], set()).add(key)
+    def _write(self, where: Where, width: int, rows: list[tuple[Key, Row]]) -> list[Row | None]:
+        """Write rows (key, (seq, blob)) in turn; returns the row each replaced."""
+        if width >= _WIDE:
+            buckets = self._buckets.setdefault(where, {})
+            grouped: dict[Key, list[int]] = {}
+            for at, (key, _) in enumerate(rows):
+                grouped.setdefault(key[:2], []).append(at)
+            previous: list[Row | None] = [None] * len(rows)
+            for head, ats in grouped.items():
+                bucket = buckets.get(head)
+                if bucket is None:
+                    bucket = buckets[head] = Bucket(width - 2)
+                    _head_add(self._heads.setdefault(where, {}), head[0], head[1])
+                batch = [(rows[at][0][2:], *rows[at][1]) for at in ats]
+                for at, replaced in zip(ats, bucket.put_many(batch), strict=True):
+                    previous[at] = replaced
+            return previous
+        table = self._flat.setdefault(where, {})
+        out: list[Row | None] = []
+        for key, (seq, blob) in rows:
+            packed = table.get(key)
+            table[key] = seq.to_bytes(8, "little") + blob
+            if packed is None:
+                out.append(None)
+                if width == 2:
+                    _head_add(self._heads.setdefault(where, {}), key[0], key[1])
             else:
-                members = groups.get(key[:n])
-                if members is not None:
-                    members.discard(key)
-                    if not members:
-                        del groups[key[:n]]
+                out.append((int.from_bytes(packed[:8], "little"), packed[8:]))
+        return out
 
-    def _under(self, table: str, app: str, prefix: Key) -> list[tuple[Key, tuple[int, bytes]]]:
-        """Rows under ``prefix`` (unordered), through the prefix groups when they apply."""
-        rows = self._table(table, app)
-        n = len(prefix)
-        if n == 0:
-            return list(rows.items())
-        group = self._groups.get((table, app), {}).get(prefix[: min(n, 2)], set())
-        return [(key, rows[key]) for key in group if key[:n] == prefix]
+    def _drop(self, where: Where, width: int, key: Key) -> Row | None:
+        """Delete one row; returns it (None: absent)."""
+        if width >= _WIDE:
+            buckets = self._buckets.get(where, {})
+            bucket = buckets.get(key[:2])
+            if bucket is None:
+                return None
+            row = bucket.delete(key[2:])
+            if not len(bucket):
+                del buckets[key[:2]]
+                _head_remove(self._heads[where], key[0], key[1])
+            return row
+        packed = self._flat.get(where, {}).pop(key, None)
+        if packed is None:
+            return None
+        if width == 2:
+            _head_remove(self._heads[where], key[0], key[1])
+        return int.from_bytes(packed[:8], "little"), packed[8:]
 
+    def _select(self, where: Where, width: int, prefix: Key, with_docs: bool) -> list[tuple[Key, int, bytes]]:
+        """``(key, seq, blob)`` of the rows under ``prefix`` (blob ``b""`` without ``with_docs``)."""
+        if width >= _WIDE:
+            buckets = self._buckets.get(where, {})
+            if len(prefix) >= 2:
+                heads = [prefix[:2]] if prefix[:2] in buckets else []
+            elif prefix:
+                heads = [(prefix[0], second) for second in _seconds(self._heads.get(where, {}), prefix[0])]
+            else:
+                heads = list(buckets)
+            out = []
+            for head in heads:
+                bucket = buckets[head]
+                chosen = bucket.select(prefix[2:])
+                blobs = bucket.rows([slot for _, _, slot in chosen]) if with_docs else [(0, b"")] * len(chosen)
+                out += [(head + suffix, seq, row[1]) for (suffix, seq, _), row in zip(chosen, blobs, strict=True)]
+            return out
+        table = self._flat.get(where, {})
+        if not prefix:
+            keys: Iterable[Key] = list(table)
+        elif len(prefix) == width:
+            keys = [prefix] if prefix in table else []
+        else:
+            keys = [(prefix[0], second) for second in _seconds(self._heads.get(where, {}), prefix[0])]
+        return [(key, int.from_bytes(table[key][:8], "little"), table[key][8:] if with_docs else b"") for key in keys]
+
+    # -- transactions -------------------------------------------------------------------
     @contextmanager
     def atomic(self) -> Iterator[None]:
         with self._lock:
@@ -85,34 +196,33 @@ class MemoryStore:
     def _rollback(self, mark: int) -> None:
         assert self._undo is not None
         for where, key, previous in reversed(self._undo[mark:]):
-            rows = self._data[where]
+            width = TABLES[where[0]]
             if previous is _ABSENT:
-                rows.pop(key, None)
-                self._indexed(where, key, False)
+                self._drop(where, width, key)
             else:
-                rows[key] = previous  # type: ignore[assignment]
-                self._indexed(where, key, True)
+                self._write(where, width, [(key, previous)])  # type: ignore[list-item]
         del self._undo[mark:]
 
-    def _remember(self, where: tuple[str, str], rows: dict[Key, tuple[int, bytes]], key: Key) -> None:
+    def _remember(self, where: Where, keys: list[Key], previous: list[Row | None]) -> None:
         if self._undo is not None:
-            self._undo.append((where, key, rows.get(key, _ABSENT)))
+            self._undo.extend((where, key, _ABSENT if row is None else row) for key, row in zip(keys, previous))
 
+    # -- the Store protocol --------------------------------------------------------------
     def get(self, table: str, app: str, key: Key) -> Doc | None:
         key = tuple(key)
         check_key(table, key)
         with self._lock:
-            row = self._table(table, app).get(key)
-        return None if row is None else decode_doc(row[1])
+            row = self._row((table, app), len(key), key)
+        return None if row is None else self._codec.decode(row[1], key)
 
     def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
         wanted = [tuple(key) for key in keys]
         for key in wanted:
             check_key(table, key)
+        width = _width(table)
         with self._lock:
-            rows = self._table(table, app)
-            found = [(key, rows.get(key)) for key in wanted]
-        return {key: decode_doc(row[1]) for key, row in found if row is not None}
+            found = [(key, self._row((table, app), width, key)) for key in wanted]
+        return {key: self._codec.decode(row[1], key) for key, row in found if row is not None}
 
     def scan(
         self,
@@ -126,55 +236,64 @@ class MemoryStore:
         prefix = tuple(prefix)
         check_prefix(table, prefix)
         with self._lock:
-            rows = self._under(table, app, prefix)
+            rows = self._select((table, app), _width(table), prefix, True)
         if last_after is not None:
             rows = [row for row in rows if row[0][-1] > last_after]
-        rows.sort(key=(lambda kr: kr[0]) if order == "key" else (lambda kr: kr[1][0]))
-        return iter([(key, decode_doc(row[1])) for key, row in rows])
+        rows.sort(key=(lambda row: row[0]) if order == "key" else (lambda row: row[1]))
+        return self._decoded(rows)
+
+    def _decoded(self, rows: list[tuple[Key, int, bytes]]) -> Iterator[tuple[Key, Doc]]:
+        """The documents decoded one at a time (a long scan never holds them all)."""
+        decode = self._codec.decode
+        for key, _, blob in rows:
+            yield key, decode(blob, key)
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         prefix = tuple(prefix)
         check_prefix(table, prefix)
         with self._lock:
-            return sorted(key for key, _ in self._under(table, app, prefix))
+            return sorted(key for key, _, _ in self._select((table, app), _width(table), prefix, False))
 
     def count(self, table: str, app: str, prefix: Key = ()) -> int:
         prefix = tuple(prefix)
         check_prefix(table, prefix)
+        width = _width(table)
         with self._lock:
-            rows = self._table(table, app)
-            if not prefix:
-                return len(rows)
-            return len(self._under(table, app, prefix))
+            if width >= _WIDE and len(prefix) < 3:
+                buckets = self._buckets.get((table, app), {})
+                if not prefix:
+                    return sum(len(bucket) for bucket in buckets.values())
+                if len(prefix) == 2:
+                    found = buckets.get(prefix)
+                    return 0 if found is None else len(found)
+            if width < _WIDE and not prefix:
+                return len(self._flat.get((table, app), {}))
+            return len(self._select((table, app), width, prefix, False))
 
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
         prepared = []
         for key, doc in rows:
             key = tuple(key)
             check_key(table, key)
-            prepared.append((key, encode_doc(doc)))
+            key = _plain(key)
+            prepared.append((key, self._codec.encode(doc, key)))
+        width = _width(table)
         with self._lock:
-            where = (table, app)
-            target = self._table(table, app)
-            for key, blob in prepared:
-                self._remember(where, target, key)
-                if key not in target:
-                    self._indexed(where, key, True)
-                target[key] = (next(self._seq), blob)
+            written = [(key, (next(self._seq), blob)) for key, blob in prepared]
+            previous = self._write((table, app), width, written)
+            self._remember((table, app), [key for key, _ in prepared], previous)
 
     def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
         wanted = [tuple(key) for key in keys]
         for key in wanted:
             check_key(table, key)
+        width = _width(table)
         with self._lock:
-            where = (table, app)
-            target = self._table(table, app)
             deleted = []
             for key in wanted:
-                if key in target:
-                    self._remember(where, target, key)
-                    del target[key]
-                    self._indexed(where, key, False)
+                row = self._drop((table, app), width, key)
+                if row is not None:
+                    self._remember((table, app), [key], [row])
                     deleted.append(key)
             return deleted
 
@@ -182,8 +301,44 @@ class MemoryStore:
         prefix = tuple(prefix)
         check_prefix(table, prefix)
         with self._lock:
-            keys = [key for key, _ in self._under(table, app, prefix)]
+            keys = [key for key, _, _ in self._select((table, app), _width(table), prefix, False)]
             return len(self.delete_many(table, app, keys))
 
     def close(self) -> None:
         """Nothing to release."""
+
+    # -- accounting ------------------------------------------------------------------------
+    def footprint(self) -> dict[str, dict[str, int]]:
+        """Approximate bytes held per table: ``rows``, ``documents`` (encoded) and ``keys``
+        (the keys, the update sequences and the indexes; key strings shared by tables
+        are counted once, with the first table that holds them)."""
+        size = sys.getsizeof
+        seen: set[int] = set()
+
+        def once(obj: object) -> int:
+            if id(obj) in seen:
+                return 0
+            seen.add(id(obj))
+            return size(obj)
+
+        out: dict[str, dict[str, int]] = {}
+        with self._lock:
+            for (table, _), buckets in self._buckets.items():
+                into = out.setdefault(table, {"rows": 0, "documents": 0, "keys": 0})
+                into["keys"] += size(buckets)
+                for head, bucket in buckets.items():
+                    docs = bucket.doc_bytes()
+                    into["rows"] += len(bucket)
+                    into["documents"] += docs
+                    into["keys"] += bucket.nbytes - docs + size(head) + sum(once(part) for part in head)
+            for (table, _), rows in self._flat.items():
+                into = out.setdefault(table, {"rows": 0, "documents": 0, "keys": 0})
+                into["keys"] += size(rows)
+                for key, packed in rows.items():
+                    into["rows"] += 1
+                    into["documents"] += size(packed) - 8
+                    into["keys"] += 8 + size(key) + sum(once(part) for part in key)
+            for (table, _), heads in self._heads.items():
+                into = out.setdefault(table, {"rows": 0, "documents": 0, "keys": 0})
+                into["keys"] += size(heads) + sum(once(v) if isinstance(v, set) else 0 for v in heads.values())
+        return out

@@ -1,0 +1,295 @@
+"""Compact forms for :class:`~learnloop.store.MemoryStore`: documents by shape, rows packed in buckets.
+
+A document is kept as the JSON array of its values behind the id of its
+*shape* (its field names, and which fields repeat a part of its key: those are
+not stored again). An event document of the engine comes to about 25 bytes.
+
+The rows of a wide table (the events) are grouped in buckets by their first
+two key parts (one bucket per learner and catalog): a bucket holds its rows in
+one ``bytearray`` (the key's remaining parts, then the document), with arrays of
+offsets and update sequences and the row numbers in key order. A lookup is a
+binary search; a write appends and marks the row it replaces dead, and the
+bucket is compacted once the dead bytes outweigh the live ones.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from array import array
+from bisect import bisect_left
+from collections.abc import Mapping
+from typing import Any
+
+from learnloop.store.base import Doc, Key, encode_doc
+
+__all__ = ["Bucket", "DocCodec", "Row"]
+
+#: a stored row: (update sequence, encoded document)
+Row = tuple[int, bytes]
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_RAW = 0x00  # b"\x00" + the raw bytes (as encode_doc)
+_SHAPED1 = 0x01  # one byte of shape id, then the JSON array of the values
+_SHAPED2 = 0x02  # two bytes of shape id, then the JSON array of the values
+_OBJECT = 0x7B  # "{": a plain JSON object (as encode_doc)
+#: shapes remembered per store; documents of other shapes are kept as plain JSON objects
+MAX_SHAPES = 1 << 16
+
+
+class DocCodec:
+    """Documents to bytes and back, given their key (see the module's docstring).
+
+    Decoding gives what :func:`~learnloop.store.base.decode_doc` gives for
+    :func:`~learnloop.store.base.encode_doc`'s bytes (tuples come back as lists).
+
+    >>> codec = DocCodec()
+    >>> blob = codec.encode({"user": "u1", "score": 0.5, "tags": ("a",)}, ("u1",))
+    >>> blob, codec.decode(blob, ("u1",))
+    (b'\\x01\\x00[0.5,["a"]]', {'user': 'u1', 'score': 0.5, 'tags': ['a']})
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[tuple[str, ...], tuple[int, ...]], int] = {}
+        self._shapes: list[tuple[tuple[str, ...], tuple[int, ...], bool]] = []
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+    def encode(self, doc: Doc, key: Key) -> bytes:
+        """Raises TypeError or ValueError for a document that is not JSON-serialisable."""
+        if isinstance(doc, (bytes, bytearray, memoryview)) or not isinstance(doc, Mapping):
+            return encode_doc(doc)
+        fields = doc if doc.__class__ is dict else dict(doc)
+        refs: list[int] = []
+        values: list[Any] = []
+        for name, value in fields.items():
+            if name.__class__ is not str:
+                return encode_doc(fields)  # JSON turns such names into strings: kept as JSON does
+            ref = -1
+            if value.__class__ is str:
+                for at, part in enumerate(key):
+                    if value == part:
+                        ref = at
+                        break
+            refs.append(ref)
+            if ref < 0:
+                values.append(value)
+        body = _ENCODER.encode(values).encode("utf-8")
+        shape = (tuple(fields), tuple(refs))
+        sid = self._ids.get(shape)
+        if sid is None:
+            sid = self._register(shape)
+            if sid is None:
+                return encode_doc(fields)
+        if sid < 0x100:
+            return bytes((_SHAPED1, sid)) + body
+        return bytes((_SHAPED2, sid & 0xFF, sid >> 8)) + body
+
+    def _register(self, shape: tuple[tuple[str, ...], tuple[int, ...]]) -> int | None:
+        with self._lock:
+            sid = self._ids.get(shape)
+            if sid is None:
+                if len(self._shapes) >= MAX_SHAPES:
+                    return None
+                sid = len(self._shapes)
+                self._shapes.append((*shape, any(r >= 0 for r in shape[1])))
+                self._ids[shape] = sid
+            return sid
+
+    def decode(self, blob: bytes, key: Key) -> Doc:
+        tag = blob[0] if blob else _OBJECT
+        if tag == _RAW:
+            return blob[1:]
+        if tag == _SHAPED1:
+            sid, start = blob[1], 2
+        elif tag == _SHAPED2:
+            sid, start = blob[1] | blob[2] << 8, 3
+        else:
+            decoded: Doc = json.loads(blob)
+            return decoded
+        names, refs, keyed = self._shapes[sid]
+        values = json.loads(blob[start:])
+        if not keyed:
+            return dict(zip(names, values, strict=True))
+        pending = iter(values)
+        return {name: key[ref] if ref >= 0 else next(pending) for name, ref in zip(names, refs, strict=True)}
+
+
+def _put_part(out: bytearray, part: str) -> None:
+    raw = part.encode("utf-8", "surrogatepass")
+    if len(raw) < 0xFF:
+        out.append(len(raw))
+    else:
+        out.append(0xFF)
+        out += len(raw).to_bytes(4, "little")
+    out += raw
+
+
+class Bucket:
+    """The rows sharing a key prefix, keyed by the ``width`` remaining parts (see the module)."""
+
+    __slots__ = ("_data", "_dead", "_order", "_rows", "_width")
+
+    def __init__(self, width: int) -> None:
+        self._width = width
+        self._data = bytearray()  # records: the key's parts (length, UTF-8), then the document
+        self._rows = array("q")  # per row number: record offset, update sequence (0: dead)
+        self._order = array("I")  # live row numbers in key order
+        self._dead = 0  # bytes of dead records
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the bucket's buffers (their allocated size, slack included)."""
+        return (
+            self._data.__sizeof__()
+            + self._rows.__sizeof__()
+            + self._order.__sizeof__()
+            + Bucket.__basicsize__
+            - object.__basicsize__
+        )
+
+    def doc_bytes(self) -> int:
+        """Bytes of the live records' documents (the rest of a record is its key)."""
+        return sum(self._end(slot) - self._suffix(slot)[1] for slot in self._order)
+
+    # -- records ------------------------------------------------------------------
+    def _suffix(self, slot: int) -> tuple[Key, int]:
+        """The key parts of a row and where its document starts."""
+        data = self._data
+        pos = self._rows[2 * slot]
+        parts = []
+        for _ in range(self._width):
+            size = data[pos]
+            pos += 1
+            if size == 0xFF:
+                size = int.from_bytes(data[pos : pos + 4], "little")
+                pos += 4
+            parts.append(data[pos : pos + size].decode("utf-8", "surrogatepass"))
+            pos += size
+        return tuple(parts), pos
+
+    def _key(self, slot: int) -> Key:
+        return self._suffix(slot)[0]
+
+    def _end(self, slot: int) -> int:
+        following = 2 * slot + 2
+        return self._rows[following] if following < len(self._rows) else len(self._data)
+
+    def _row(self, slot: int) -> Row:
+        start = self._suffix(slot)[1]
+        return self._rows[2 * slot + 1], bytes(self._data[start : self._end(slot)])
+
+    def _append(self, suffix: Key, seq: int, blob: bytes) -> int:
+        slot = len(self._rows) // 2
+        self._rows.append(len(self._data))
+        self._rows.append(seq)
+        for part in suffix:
+            _put_part(self._data, part)
+        self._data += blob
+        return slot
+
+    def _kill(self, slot: int) -> None:
+        self._rows[2 * slot + 1] = 0
+        self._dead += self._end(slot) - self._rows[2 * slot]
+
+    def _find(self, suffix: Key) -> tuple[int, int | None]:
+        """Where ``suffix`` is (or would go) in key order, and its row number when present."""
+        pos = bisect_left(self._order, suffix, key=self._key)
+        if pos < len(self._order) and self._key(self._order[pos]) == suffix:
+            return pos, self._order[pos]
+        return pos, None
+
+    # -- reading ------------------------------------------------------------------
+    def get(self, suffix: Key) -> Row | None:
+        slot = self._find(suffix)[1]
+        return None if slot is None else self._row(slot)
+
+    def select(self, prefix: Key = ()) -> list[tuple[Key, int, int]]:
+        """``(suffix, seq, row number)`` of the live rows whose suffix starts with ``prefix``, in key order."""
+        order = self._order
+        pos = bisect_left(order, prefix, key=self._key) if prefix else 0
+        n = len(prefix)
+        out = []
+        while pos < len(order):
+            slot = order[pos]
+            suffix = self._key(slot)
+            if suffix[:n] != prefix:
+                break
+            out.append((suffix, self._rows[2 * slot + 1], slot))
+            pos += 1
+        return out
+
+    def rows(self, slots: list[int]) -> list[Row]:
+        return [self._row(slot) for slot in slots]
+
+    # -- writing ------------------------------------------------------------------
+    def put(self, suffix: Key, seq: int, blob: bytes) -> Row | None:
+        """Write one row; returns the row it replaced."""
+        pos, old = self._find(suffix)
+        slot = self._append(suffix, seq, blob)
+        if old is None:
+            self._order.insert(pos, slot)
+            return None
+        previous = self._row(old)
+        self._kill(old)
+        self._order[pos] = slot
+        self._compact()
+        return previous
+
+    def put_many(self, rows: list[tuple[Key, int, bytes]]) -> list[Row | None]:
+        """Write rows in turn (a key written twice: the later wins); returns the rows each replaced."""
+        if len(rows) <= 32:
+            return [self.put(*row) for row in rows]
+        previous: list[Row | None] = []
+        fresh: dict[Key, int] = {}  # keys new to the bucket -> their row number
+        for suffix, seq, blob in rows:
+            slot = self._append(suffix, seq, blob)
+            old = fresh.get(suffix)
+            if old is not None:
+                previous.append(self._row(old))
+                self._kill(old)
+                fresh[suffix] = slot
+                continue
+            pos, old = self._find(suffix)
+            if old is None:
+                previous.append(None)
+                fresh[suffix] = slot
+            else:
+                previous.append(self._row(old))
+                self._kill(old)
+                self._order[pos] = slot
+        if len(fresh) > len(self._order) // 8:
+            self._order = array("I", sorted((*self._order, *fresh.values()), key=self._key))
+        else:
+            for suffix, slot in sorted(fresh.items()):
+                self._order.insert(bisect_left(self._order, suffix, key=self._key), slot)
+        self._compact()
+        return previous
+
+    def delete(self, suffix: Key) -> Row | None:
+        """Delete one row; returns it (None: absent)."""
+        pos, slot = self._find(suffix)
+        if slot is None:
+            return None
+        previous = self._row(slot)
+        self._kill(slot)
+        del self._order[pos]
+        self._compact()
+        return previous
+
+    def _compact(self) -> None:
+        """Rewrite the records without the dead ones, once these outweigh the live ones."""
+        if self._dead < 4096 or 2 * self._dead < len(self._data):
+            return
+        data = bytearray()
+        rows = array("q")
+        for slot in self._order:
+            rows.append(len(data))
+            rows.append(self._rows[2 * slot + 1])
+            data += self._data[self._rows[2 * slot] : self._end(slot)]
+        self._data, self._rows, self._order, self._dead = data, rows, array("I", range(len(self._order))), 0
