@@ -47,6 +47,9 @@ __all__ = ["CatalogModel", "Tracker"]
 CHECKPOINT_EVERY = 2048
 #: checkpoints kept per learner (spread over the history when there are more)
 MAX_CHECKPOINTS = 8
+#: bytes of a numpy array object beside its data, and of a cache entry beside its states
+_ARRAY_OVERHEAD = 112
+_ENTRY_OVERHEAD = 600
 #: default bound of the learner-state cache, in bytes
 DEFAULT_CACHE_BYTES = 256 * 2**20
 
@@ -157,8 +160,11 @@ class _Cached:
             if id(state) in seen:
                 continue
             seen.add(id(state))
-            total += state.ability.nbytes + state.memory.nbytes + state.items.nbytes + state.signature.nbytes
-        return total + 200 * len(self.pending) + 256
+            arrays = (state.ability, state.memory, state.items, state.signature, state.momentum)
+            # each array's data plus its object (~112 bytes), and the state object itself
+            total += sum(a.nbytes for a in arrays) + _ARRAY_OVERHEAD * len(arrays) + 100
+        # the entry, its key and its place in the cache
+        return total + 200 * len(self.pending) + _ENTRY_OVERHEAD
 
 
 @dataclass(frozen=True, slots=True)
