@@ -110,10 +110,12 @@ def test_fitted_predictions_are_calibrated_on_held_out_students() -> None:
 
 
 def test_guess_and_slip_respect_bounds() -> None:
-    truth = np.array([[0.3, 0.2, 0.45, 0.4, 0.0]])  # outside the default bounds
+    truth = np.array([[0.3, 0.2, 0.45, 0.4, 0.0]])  # outside bounds of 0.3, inside the default 0.5
     data = generate_bkt(1000, 1, 10, params=truth, seed=25)
-    model = BKT(seed=0).fit(data.sequences())
+    model = BKT(seed=0, max_guess=0.3, max_slip=0.3).fit(data.sequences())
     assert model.params_[0, 2] <= 0.3 and model.params_[0, 3] <= 0.3
+    free = BKT(seed=0).fit(data.sequences())
+    assert 0.3 < free.params_[0, 2] <= 0.5 and 0.3 < free.params_[0, 3] <= 0.5
 
 
 def test_fit_is_deterministic_and_does_not_mutate() -> None:

@@ -117,10 +117,8 @@ class BKTModel:
     item with several skills gets the mean of its skills' predictions (each from that skill's
     earlier answers), one without a skill the global share.
 
-    ``options`` go to :class:`~learnloop.tracing.BKT`. Guess and slip are bounded at 0.5
-    here (a larger guess or slip makes the "known" state the worse one): on validation folds
-    of the training files that bound gained 0.005–0.014 AUC over the class's 0.3 on STATICS,
-    ASSIST2009 and builder, within 0.003 of no bound at all.
+    ``options`` go to :class:`~learnloop.tracing.BKT` (guess and slip bounded at 0.5 unless
+    given: a larger guess or slip makes the "known" state the worse one).
     """
 
     name = "BKT per skill"
