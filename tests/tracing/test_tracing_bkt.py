@@ -110,12 +110,20 @@ def test_fitted_predictions_are_calibrated_on_held_out_students() -> None:
 
 
 def test_guess_and_slip_respect_bounds() -> None:
-    truth = np.array([[0.3, 0.2, 0.45, 0.4, 0.0]])  # outside bounds of 0.3, inside the default 0.5
+    truth = np.array([[0.3, 0.2, 0.45, 0.4, 0.0]])  # outside bounds of 0.3, inside 0.5
     data = generate_bkt(1000, 1, 10, params=truth, seed=25)
     model = BKT(seed=0, max_guess=0.3, max_slip=0.3).fit(data.sequences())
     assert model.params_[0, 2] <= 0.3 and model.params_[0, 3] <= 0.3
-    free = BKT(seed=0).fit(data.sequences())
-    assert 0.3 < free.params_[0, 2] <= 0.5 and 0.3 < free.params_[0, 3] <= 0.5
+    half = BKT(seed=0, max_guess=0.5, max_slip=0.5).fit(data.sequences())
+    assert 0.3 < half.params_[0, 2] <= 0.5 and 0.3 < half.params_[0, 3] <= 0.5
+    assert BKT().max_guess == BKT().max_slip == 1.0  # no bound by default
+
+
+def test_unbounded_fit_recovers_a_guess_above_one_half() -> None:
+    truth = np.array([[0.4, 0.2, 0.6, 0.1, 0.0]])
+    data = generate_bkt(4000, 1, 20, params=truth, seed=28)
+    model = BKT(seed=0).fit(data.sequences())
+    assert np.abs(model.params_[0, :4] - truth[0, :4]).max() <= 0.05
 
 
 def test_fit_is_deterministic_and_does_not_mutate() -> None:
@@ -140,6 +148,86 @@ def test_bkt_rejects_bad_hyperparameters() -> None:
     with pytest.raises(ValueError, match="n_restarts") as err:
         BKT(n_restarts=0, max_guess=1.5)
     assert "max_guess" in str(err.value)
+
+
+def _sequential(params: np.ndarray, skill: np.ndarray, student: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """P(correct) of every event by a plain loop over each learner's answers, one at a time."""
+    out = np.empty(skill.size)
+    belief: dict[tuple[int, int], float] = {}
+    for e in range(skill.size):
+        prm = BKTParams(*params[skill[e]])
+        k = belief.get((skill[e], student[e]), prm.prior)
+        out[e] = float(bkt_p_correct(k, prm))
+        belief[(skill[e], student[e])] = float(bkt_step(k, correct[e], prm))
+    return out
+
+
+@pytest.mark.parametrize("forget", [0.0, 0.05])
+def test_flat_scan_matches_a_sequential_loop_on_random_data(forget: float) -> None:
+    rng = np.random.default_rng(5)
+    # many learners with 1 to 40 answers, learners with a single answer, and one with 3,000 on skill 2
+    lengths = np.r_[rng.integers(1, 40, 300), np.ones(50, dtype=int), 3000]
+    student = np.repeat(np.arange(lengths.size), lengths)
+    skill = np.where(student == lengths.size - 1, 2, rng.integers(0, 4, student.size))
+    order = rng.permutation(student.size)  # interleave the learners in time
+    skill, student = skill[order], student[order]
+    correct = (rng.random(student.size) < 0.6).astype(float)
+    params = np.c_[rng.uniform(0.05, 0.9, 4), rng.uniform(0.01, 0.4, 4), rng.uniform(0.01, 0.9, (4, 2)),
+                   np.full(4, forget)]  # fmt: skip
+    seqs = Sequences.from_events(skill, student, correct, n_skills=4)
+    np.testing.assert_allclose(predict_sequences(params, seqs), _sequential(params, skill, student, correct),
+                               rtol=0, atol=1e-10)  # fmt: skip
+
+
+def test_fit_matches_a_sequential_em_step() -> None:
+    """One EM iteration by the scan equals Baum-Welch done answer by answer."""
+    rng = np.random.default_rng(8)
+    lengths = np.r_[rng.integers(1, 30, 60), 1, 1, 500]
+    obs = (rng.random(int(lengths.sum())) < 0.55).astype(float)
+    start = np.array([0.4, 0.15, 0.2, 0.1, 0.0])
+    model = BKT(n_restarts=1, max_iter=1, seed=0).fit(
+        Sequences.from_events(np.zeros(obs.size, dtype=int), np.repeat(np.arange(lengths.size), lengths), obs)
+    )
+    prior, learn, guess, slip, _ = start
+    a = np.array([[1.0, 0.0], [learn, 1.0 - learn]])  # states (K, U)
+    counts = np.zeros(6)  # start K, sum K, sum K x answer, K with successor, U->K, U with successor
+    at = 0
+    for n in lengths:
+        o = obs[at : at + n]
+        at += n
+        e = np.stack([np.where(o > 0.5, 1 - slip, slip), np.where(o > 0.5, guess, 1 - guess)], axis=1)
+        alpha = np.zeros((n, 2))
+        beta = np.ones((n, 2))
+        alpha[0] = np.array([prior, 1 - prior]) * e[0]
+        for t in range(1, n):
+            alpha[t] = (alpha[t - 1] @ a) * e[t]
+        for t in range(n - 2, -1, -1):
+            beta[t] = a @ (e[t + 1] * beta[t + 1])
+        lik = alpha[-1].sum()
+        g = alpha[:, 0] * beta[:, 0] / lik
+        xi_uk = sum(alpha[t, 1] * a[1, 0] * e[t + 1, 0] * beta[t + 1, 0] / lik for t in range(n - 1))
+        counts += [g[0], g.sum(), (g * o).sum(), g[:-1].sum(), xi_uk, (1 - g[:-1]).sum()]
+    expected = [
+        counts[0] / lengths.size,  # prior
+        counts[4] / counts[5],  # learn
+        (obs.sum() - counts[2]) / (obs.size - counts[1]),  # guess
+        (counts[1] - counts[2]) / counts[1],  # slip
+    ]
+    np.testing.assert_allclose(model.params_[0, :4], expected, rtol=1e-9)
+
+
+def test_skill_ids_may_be_sparse_or_not_integers() -> None:
+    data = generate_bkt(400, 3, 15, seed=29)
+    names = np.array(["fractions", "algebra", "geometry"])[data.skill]
+    index, labels = Sequences.encode(names)
+    assert labels.tolist() == ["algebra", "fractions", "geometry"]
+    seqs = Sequences.from_events(index, data.student, data.correct)
+    dense = BKT(seed=0).fit(seqs).params_
+    # the same skills as sparse indices among a million: only the three used ones are fitted
+    sparse_idx = np.array([7, 123_456, 999_999])[index]
+    sparse = BKT(seed=0).fit(Sequences.from_events(sparse_idx, data.student, data.correct, n_skills=10**6))
+    np.testing.assert_allclose(sparse.params_[[7, 123_456, 999_999]], dense, atol=1e-12)
+    assert sparse.params_.shape == (10**6, 5) and not np.isnan(sparse.params_).any()
 
 
 def test_memory_grows_with_the_answers_not_with_the_longest_sequence_times_the_sequences() -> None:
