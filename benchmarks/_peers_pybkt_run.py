@@ -3,12 +3,15 @@
 usage: python _peers_pybkt_run.py DATA.npz OUT.npz REPEATS
 
 DATA.npz holds train_/test_ user, skill, correct arrays (events in time order).
-OUT.npz receives the fit times, the fitted prior/learn/guess/slip per skill
-and the one-step predictions for the test events in their given order.
+OUT.npz receives the fit times, the fitted prior/learn/guess/slip per skill,
+the one-step predictions for the test events in their given order, and the
+process's RSS just before the first fit and its peak RSS after the fits (MB).
 """
 
 from __future__ import annotations
 
+import os
+import resource
 import sys
 import time
 
@@ -37,12 +40,15 @@ def main() -> None:
         n_skills = int(z["n_skills"])
     times = []
     model = None
+    with open("/proc/self/statm") as f:
+        rss_before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     for r in range(repeats):
         model = Model(seed=r, num_fits=5, parallel=False)
         t = time.perf_counter()
         model.fit(data=train.copy())
         times.append(time.perf_counter() - t)
     assert model is not None
+    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     coef = model.coef_
     params = np.array(
         [
@@ -56,7 +62,7 @@ def main() -> None:
         ]
     )
     pred = model.predict(data=test.copy()).sort_values("row")["correct_predictions"].to_numpy(dtype=float)
-    np.savez(out, times=np.array(times), params=params, pred=pred)
+    np.savez(out, times=np.array(times), params=params, pred=pred, rss_before=rss_before, rss_peak=rss_peak)
 
 
 if __name__ == "__main__":
