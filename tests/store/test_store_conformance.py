@@ -116,6 +116,24 @@ def test_scan_after_a_last_key_part_in_either_order(store: Store) -> None:
     assert [k[0] for k, _ in store.scan("events", "app", last_after="2024-01-03")] == ["v"]
 
 
+@pytest.mark.parametrize("n", [3, 300])
+def test_scans_of_one_learner_with_few_and_many_rows(store: Store, n: int) -> None:
+    # many rows under one (user, catalog) exercise the bulk path of stores that copy before decoding
+    rows = {("u", "c", f"q{k % 7}", f"2024-01-01T00:{k // 60:02d}:{k % 60:02d}Z"): {"k": k} for k in range(n)}
+    store.put_many("events", "app", list(reversed(list(rows.items()))))
+    store.put_many("events", "app", [(("u", "d", "q0", "2024-01-01"), {"k": -1})])
+    for prefix in [("u", "c"), ("u", "c", "q3"), ("u",)]:
+        want = sorted(key for key in [*rows, ("u", "d", "q0", "2024-01-01")] if key[: len(prefix)] == prefix)
+        assert [key for key, _ in store.scan("events", "app", prefix)] == want
+        assert store.keys("events", "app", prefix) == want
+        assert store.count("events", "app", prefix) == len(want)
+    cut = "2024-01-01T00:02:30Z"
+    after = store.scan("events", "app", ("u", "c"), order="seq", last_after=cut)
+    assert [doc["k"] for _, doc in after] == sorted((k for k in range(n) if k >= 151), reverse=True)  # type: ignore[index]
+    got = dict(store.scan("events", "app", ("u", "c", "q3"), last_after=cut))
+    assert got == {key: doc for key, doc in rows.items() if key[2] == "q3" and key[3] > cut}
+
+
 def test_delete_many_returns_what_existed(store: Store) -> None:
     store.put_many("items", "app", [(("a",), {}), (("b",), {})])
     assert store.delete_many("items", "app", [("a",), ("zz",), ("a",)]) == [("a",)]

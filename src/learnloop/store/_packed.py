@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import threading
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from typing import Any
 
 from learnloop.store.base import Doc, Key, encode_doc
 
-__all__ = ["Bucket", "DocCodec", "Row"]
+__all__ = ["Bucket", "DocCodec", "Row", "Snapshot"]
 
 #: a stored row: (update sequence, encoded document)
 Row = tuple[int, bytes]
@@ -35,6 +35,8 @@ _SHAPED2 = 0x02  # two bytes of shape id, then the JSON array of the values
 _OBJECT = 0x7B  # "{": a plain JSON object (as encode_doc)
 #: shapes remembered per store; documents of other shapes are kept as plain JSON objects
 MAX_SHAPES = 1 << 16
+#: a snapshot of at most this many rows copies them one by one, a larger one the whole bucket
+_SMALL = 64
 
 
 class DocCodec:
@@ -127,6 +129,52 @@ def _put_part(out: bytearray, part: str) -> None:
     out += raw
 
 
+def _parts(data: bytes | bytearray, pos: int, width: int) -> tuple[Key, int]:
+    """The ``width`` key parts of the record at ``pos`` and where its document starts."""
+    parts = []
+    for _ in range(width):
+        size = data[pos]
+        pos += 1
+        if size == 0xFF:
+            size = int.from_bytes(data[pos : pos + 4], "little")
+            pos += 4
+        parts.append(data[pos : pos + size].decode("utf-8", "surrogatepass"))
+        pos += size
+    return tuple(parts), pos
+
+
+class Snapshot:
+    """Some rows of a bucket, copied at one instant: read after the store's lock is let go.
+
+    Copying the buffers is one ``memcpy`` each, so a long scan holds the lock for
+    that only and decodes its keys and documents while other threads go on.
+    """
+
+    __slots__ = ("_data", "_order", "_rows", "_width")
+
+    def __init__(self, data: bytes, rows: array[int], order: array[int], width: int) -> None:
+        self._data, self._rows, self._order, self._width = data, rows, order, width
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def entries(self, last_after: str | None = None, *, with_docs: bool = True) -> list[tuple[Key, int, bytes]]:
+        """``(suffix, seq, document)`` in key order; with ``last_after``, only the rows whose
+        key's last part is greater; without ``with_docs``, documents are ``b""``."""
+        data, rows, width = self._data, self._rows, self._width
+        out = []
+        for slot in self._order:
+            suffix, start = _parts(data, rows[2 * slot], width)
+            if last_after is not None and suffix[-1] <= last_after:
+                continue
+            blob = b""
+            if with_docs:
+                following = 2 * slot + 2
+                blob = data[start : rows[following] if following < len(rows) else len(data)]
+            out.append((suffix, rows[2 * slot + 1], blob))
+        return out
+
+
 class Bucket:
     """The rows sharing a key prefix, keyed by the ``width`` remaining parts (see the module)."""
 
@@ -160,18 +208,7 @@ class Bucket:
     # -- records ------------------------------------------------------------------
     def _suffix(self, slot: int) -> tuple[Key, int]:
         """The key parts of a row and where its document starts."""
-        data = self._data
-        pos = self._rows[2 * slot]
-        parts = []
-        for _ in range(self._width):
-            size = data[pos]
-            pos += 1
-            if size == 0xFF:
-                size = int.from_bytes(data[pos : pos + 4], "little")
-                pos += 4
-            parts.append(data[pos : pos + size].decode("utf-8", "surrogatepass"))
-            pos += size
-        return tuple(parts), pos
+        return _parts(self._data, self._rows[2 * slot], self._width)
 
     def _key(self, slot: int) -> Key:
         return self._suffix(slot)[0]
@@ -208,6 +245,28 @@ class Bucket:
     def get(self, suffix: Key) -> Row | None:
         slot = self._find(suffix)[1]
         return None if slot is None else self._row(slot)
+
+    def _span(self, prefix: Key) -> tuple[int, int]:
+        """The positions in key order of the rows whose suffix starts with ``prefix``."""
+        order = self._order
+        if not prefix:
+            return 0, len(order)
+        n = len(prefix)
+        lo = bisect_left(order, prefix, key=self._key)
+        return lo, bisect_right(order, prefix, lo, key=lambda slot: self._key(slot)[:n])
+
+    def snapshot(self, prefix: Key = ()) -> Snapshot:
+        """The rows under ``prefix`` as they are now (see :class:`Snapshot`)."""
+        lo, hi = self._span(prefix)
+        if hi - lo > _SMALL:
+            return Snapshot(bytes(self._data), self._rows[:], self._order[lo:hi], self._width)
+        data = bytearray()
+        rows = array("q")
+        for slot in self._order[lo:hi]:
+            rows.append(len(data))
+            rows.append(self._rows[2 * slot + 1])
+            data += self._data[self._rows[2 * slot] : self._end(slot)]
+        return Snapshot(bytes(data), rows, array("I", range(hi - lo)), self._width)
 
     def select(self, prefix: Key = ()) -> list[tuple[Key, int, int]]:
         """``(suffix, seq, row number)`` of the live rows whose suffix starts with ``prefix``, in key order."""

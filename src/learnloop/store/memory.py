@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from itertools import count as _counter
 from typing import Literal
 
-from learnloop.store._packed import Bucket, DocCodec, Row
+from learnloop.store._packed import Bucket, DocCodec, Row, Snapshot
 from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix
 
 __all__ = ["MemoryStore"]
@@ -151,6 +151,10 @@ class MemoryStore:
 
     def _select(self, where: Where, width: int, prefix: Key, with_docs: bool) -> list[tuple[Key, int, bytes]]:
         """``(key, seq, blob)`` of the rows under ``prefix`` (blob ``b""`` without ``with_docs``)."""
+        return _expand(self._gather(where, width, prefix, with_docs), None, with_docs)
+
+    def _gather(self, where: Where, width: int, prefix: Key, with_docs: bool) -> _Gathered:
+        """The rows under ``prefix``, to be expanded by :func:`_expand` (also after the lock is let go)."""
         if width >= _WIDE:
             buckets = self._buckets.get(where, {})
             if len(prefix) >= 2:
@@ -159,13 +163,7 @@ class MemoryStore:
                 heads = [(prefix[0], second) for second in _seconds(self._heads.get(where, {}), prefix[0])]
             else:
                 heads = list(buckets)
-            out = []
-            for head in heads:
-                bucket = buckets[head]
-                chosen = bucket.select(prefix[2:])
-                blobs = bucket.rows([slot for _, _, slot in chosen]) if with_docs else [(0, b"")] * len(chosen)
-                out += [(head + suffix, seq, row[1]) for (suffix, seq, _), row in zip(chosen, blobs, strict=True)]
-            return out
+            return [], [(head, buckets[head].snapshot(prefix[2:])) for head in heads]
         table = self._flat.get(where, {})
         if not prefix:
             keys: Iterable[Key] = list(table)
@@ -173,7 +171,8 @@ class MemoryStore:
             keys = [prefix] if prefix in table else []
         else:
             keys = [(prefix[0], second) for second in _seconds(self._heads.get(where, {}), prefix[0])]
-        return [(key, int.from_bytes(table[key][:8], "little"), table[key][8:] if with_docs else b"") for key in keys]
+        flat = [(key, int.from_bytes(table[key][:8], "little"), table[key][8:] if with_docs else b"") for key in keys]
+        return flat, []
 
     # -- transactions -------------------------------------------------------------------
     @contextmanager
@@ -236,9 +235,9 @@ class MemoryStore:
         prefix = tuple(prefix)
         check_prefix(table, prefix)
         with self._lock:
-            rows = self._select((table, app), _width(table), prefix, True)
-        if last_after is not None:
-            rows = [row for row in rows if row[0][-1] > last_after]
+            # a wide table's rows are copied in bulk here and decoded after the lock is let go
+            gathered = self._gather((table, app), _width(table), prefix, True)
+        rows = _expand(gathered, last_after, True)
         rows.sort(key=(lambda row: row[0]) if order == "key" else (lambda row: row[1]))
         return self._decoded(rows)
 
@@ -342,3 +341,17 @@ class MemoryStore:
                 into = out.setdefault(table, {"rows": 0, "documents": 0, "keys": 0})
                 into["keys"] += size(heads) + sum(once(v) if isinstance(v, set) else 0 for v in heads.values())
         return out
+
+
+#: what :meth:`MemoryStore._gather` collects: the (key, seq, blob) rows of a flat table, and
+#: (first two key parts, snapshot) per bucket of a wide one
+_Gathered = tuple[list[tuple[Key, int, bytes]], list[tuple[Key, Snapshot]]]
+
+
+def _expand(gathered: _Gathered, last_after: str | None, with_docs: bool) -> list[tuple[Key, int, bytes]]:
+    """The ``(key, seq, blob)`` rows of what :meth:`MemoryStore._gather` collected."""
+    flat, snapshots = gathered
+    out = flat if last_after is None else [row for row in flat if row[0][-1] > last_after]
+    for head, snapshot in snapshots:
+        out += [(head + suffix, seq, blob) for suffix, seq, blob in snapshot.entries(last_after, with_docs=with_docs)]
+    return out
