@@ -255,3 +255,75 @@ def test_student_ids_need_not_be_dense() -> None:
     dense = Sequences.from_events([0, 1, 0], [1, 1, 0], [1, 0, 1])
     assert sparse.lengths.tolist() == dense.lengths.tolist() and sparse.skill.tolist() == dense.skill.tolist()
     assert sparse.student.tolist() == [5, 10**12, 10**12]
+
+
+def _random_layout(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Merged sequences of 4 skills: 1 to 40 answers, single answers, and two long ones (3,000 and 700)."""
+    from learnloop.tracing import _bkt_scan
+
+    rng = np.random.default_rng(seed)
+    lengths = np.r_[rng.integers(1, 40, 300), np.ones(50, dtype=int), 3000, 700]
+    skill = rng.integers(0, 4, lengths.size)
+    obs = (rng.random(int(lengths.sum())) < 0.6).astype(float)
+    return _bkt_scan.merge_identical(obs, lengths, skill)
+
+
+@pytest.mark.parametrize("size", [1 << 15, 64, 5])
+def test_e_step_by_the_moment_of_learning_equals_the_scan(size: int) -> None:
+    from learnloop.tracing import _bkt_onset
+    from learnloop.tracing.bkt import _Layout
+
+    obs, lengths, skill, weight = _random_layout(1)
+    assert weight.max() > 1  # some sequences were merged
+    rng = np.random.default_rng(2)
+    r = 3
+    prm = np.stack([rng.uniform(0.05, 0.9, (r, 4)), rng.uniform(0.01, 0.4, (r, 4)), rng.uniform(0.01, 0.9, (r, 4)),
+                    rng.uniform(0.01, 0.9, (r, 4)), np.zeros((r, 4))])  # fmt: skip
+    scan = _Layout(obs, lengths, skill, weight, 6).e_step(prm)
+    onset = _bkt_onset.Layout(obs, lengths, skill, weight, size).e_step(prm)
+    assert onset.shape == scan.shape == (7, r, 4)
+    assert np.abs(scan[6]).min() > 100  # log-likelihoods of thousands of answers
+    np.testing.assert_allclose(onset, scan, rtol=1e-10, atol=1e-10)
+    kept = np.arange(lengths.size) % 3 > 0
+    np.testing.assert_allclose(
+        _bkt_onset.Layout(obs, lengths, skill, weight, size).keep(kept).e_step(prm),
+        _Layout(obs, lengths, skill, weight, 6).keep(kept).e_step(prm),
+        rtol=1e-10,
+        atol=1e-10,
+    )
+
+
+def _matrix_forward(prm: np.ndarray, obs: np.ndarray) -> float:
+    """Log-likelihood of one sequence by the forward algorithm on the two-state vector, rescaled each answer."""
+    prior, learn, guess, slip = prm[:4]
+    alpha = np.array([prior, 1.0 - prior])
+    move = np.array([[1.0, 0.0], [learn, 1.0 - learn]])
+    total = 0.0
+    for o in obs:
+        alpha = alpha * (np.array([1.0 - slip, guess]) if o > 0.5 else np.array([slip, 1.0 - guess]))
+        total += float(np.log(alpha.sum()))
+        alpha = alpha / alpha.sum() @ move
+    return total
+
+
+def test_e_step_log_likelihood_is_exact_at_extreme_parameters() -> None:
+    """A slip at its bound of 1e-4 and long runs of right answers before a few wrong ones."""
+    from learnloop.tracing import _bkt_onset
+
+    rng = np.random.default_rng(3)
+    seqs = [np.r_[np.ones(300), np.zeros(3), (rng.random(100) < 0.5)], np.r_[np.zeros(5), np.ones(400)], np.ones(1)]
+    lengths = np.array([s.size for s in seqs])
+    prm = np.array([0.9, 0.01, 0.6, 1e-4, 0.0])
+    acc = _bkt_onset.Layout(np.concatenate(seqs), lengths, np.zeros(3, dtype=np.intp), np.ones(3)).e_step(
+        prm[:, None, None]
+    )
+    expected = sum(_matrix_forward(prm, s) for s in seqs)
+    assert acc[6, 0, 0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_single_answers_leave_learn_where_it_started() -> None:
+    # skill 1 is only ever answered once per learner: there is no transition to learn from
+    seqs = Sequences.from_events([0, 0, 0, 1, 1, 1, 0], [0, 0, 1, 0, 1, 2, 1], [0, 1, 1, 1, 0, 1, 1])
+    model = BKT(n_restarts=1, seed=0).fit(seqs)
+    assert model.params_[1, 1] == 0.15  # the starting point's learn, untouched
+    assert model.params_[0, 1] != 0.15

@@ -16,9 +16,12 @@ The fit is Baum-Welch EM over many sequences at once, all skills together,
 each with its own parameters. Sequences are stored flat (all answers
 concatenated, sequence starts marked by ``Sequences.offsets``): memory grows
 with the number of answers, not with the longest sequence times the number of
-sequences. The forward filter and the smoother are segmented parallel scans
-(products of 2x2 matrices, forwards and from the end, see
-:mod:`learnloop.tracing._bkt_scan`): no loop over time steps. Identical
+sequences. Without forgetting (the default) a sequence of ``T`` answers has
+only ``T + 1`` hidden paths, one per moment the skill may be learnt, and the
+E-step is a segmented softmax over them (:mod:`learnloop.tracing._bkt_onset`);
+with forgetting the forward filter and the smoother are segmented parallel
+scans (products of 2x2 matrices, forwards and from the end, see
+:mod:`learnloop.tracing._bkt_scan`). Neither loops over time steps. Identical
 sequences of a skill are merged into one weighted sequence first, and the
 random restarts run side by side along an extra axis. ``guess`` and ``slip``
 are not bounded beyond (0, 1) by default (``max_guess`` / ``max_slip`` set a
@@ -38,6 +41,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from . import _bkt_onset as _onset
 from . import _bkt_scan as _scan
 from ._ragged import _steps
 from ._types import ArrayLike, BoolArray, FloatArray, IntArray
@@ -355,9 +359,13 @@ class BKT:
         used, skill = np.unique(sequences.skill, return_inverse=True)  # fit only the skills that occur
         k = used.size
         obs, lengths, skill, weight = _scan.merge_identical(sequences.flat_obs, sequences.lengths, skill.ravel())
-        # answers per block of the filter: tables of 2 ** (width + 1) products per skill and restart stay small
-        width = int(np.clip(np.log2(max(obs.size / (k * self.n_restarts + 1), 2.0)) - 1, 1, 6))
-        data = _Layout(obs, lengths, skill, weight, width)
+        data: _Layout | _onset.Layout
+        if self.fit_forget:
+            # answers per block of the filter: tables of 2 ** (width + 1) products per skill and restart stay small
+            width = int(np.clip(np.log2(max(obs.size / (k * self.n_restarts + 1), 2.0)) - 1, 1, 6))
+            data = _Layout(obs, lengths, skill, weight, width)
+        else:  # no forgetting: the E-step by the moment of learning
+            data = _onset.Layout(obs, lengths, skill, weight)
         per_sequence = np.add.reduceat(obs, np.r_[0, np.cumsum(lengths)[:-1]]) if lengths.size else np.zeros(0)
         # per skill: sequences, answers and right answers (a merged sequence counts its weight)
         n_seq_k = np.asarray(np.bincount(skill, weights=weight, minlength=k), dtype=np.float64)
