@@ -4,6 +4,12 @@ Decoding uses PyAV (ffmpeg inside the ``av`` wheel of the ``voice`` extra),
 imported lazily.  The container is recognised from the bytes themselves; only
 the three documented formats are accepted.  Samples come back as float64 in
 16-bit units (full scale ±32768), the scale the acoustic model expects.
+
+``decode_audio(data, wideband=True)`` (what the scorer uses) also refuses
+narrow-band audio: a declared sample rate below 16 kHz, or (wav and webm) a
+spectrum that stops near 4 kHz (see :mod:`learnloop.voice.bandwidth`).  mp3 is
+checked by its sample rate only: its encoder drops faint high-frequency energy,
+which makes words of vowels and nasals look band-limited.
 """
 
 from __future__ import annotations
@@ -14,8 +20,9 @@ from typing import Any, Final
 import numpy as np
 
 from learnloop.errors import ValidationError
+from learnloop.voice.bandwidth import MIN_SAMPLE_RATE, narrowband_message, narrowband_problem
 
-__all__ = ["AUDIO_FORMATS", "MAX_AUDIO_SECONDS", "AudioError", "decode_audio"]
+__all__ = ["AUDIO_FORMATS", "MAX_AUDIO_SECONDS", "AudioError", "decode_audio", "require_wideband"]
 
 AUDIO_FORMATS: Final = ("wav", "mp3", "webm")
 MAX_AUDIO_SECONDS: Final = 60.0
@@ -26,7 +33,7 @@ _CONTAINERS: Final = {"wav": "wav", "mp3": "mp3", "matroska,webm": "webm", "webm
 
 
 class AudioError(ValidationError):
-    """Audio bytes that are empty, undecodable, of an unsupported format or too long."""
+    """Audio bytes that are empty, undecodable, of an unsupported format, too long or narrow-band."""
 
 
 def _av() -> Any:
@@ -37,16 +44,39 @@ def _av() -> Any:
     return av
 
 
-def decode_audio(data: bytes, *, max_seconds: float = MAX_AUDIO_SECONDS) -> tuple[np.ndarray, str]:
+def require_wideband(samples: np.ndarray, *, source_rate: int | None = None, spectral: bool = True) -> None:
+    """Raise :class:`AudioError` if 16 kHz ``samples`` (16-bit units) are narrow-band.
+
+    ``source_rate`` is the sample rate the audio was decoded from (``None``: 16 kHz);
+    ``spectral=False`` checks only that.  Silent audio passes: nothing in it tells
+    the bandwidth.
+    """
+    problem = narrowband_problem(samples, source_rate=source_rate, spectral=spectral)
+    if problem is not None:
+        raise AudioError(problem)
+
+
+def decode_audio(
+    data: bytes, *, max_seconds: float = MAX_AUDIO_SECONDS, wideband: bool = False
+) -> tuple[np.ndarray, str]:
     """Decode ``data`` to 16 kHz mono; returns ``(samples, format)``.
 
-    Raises :class:`AudioError` for empty, undecodable, unsupported or over-long audio.
+    Raises :class:`AudioError` for empty, undecodable, unsupported or over-long audio,
+    and with ``wideband=True`` for narrow-band audio (see :func:`require_wideband`).
 
     >>> decode_audio(b"not audio")
     Traceback (most recent call last):
       ...
     learnloop.voice.audio.AudioError: audio could not be decoded as wav, mp3 or webm
     """
+    samples, kind, rate = _decode(data, max_seconds=max_seconds, min_rate=MIN_SAMPLE_RATE if wideband else 0)
+    if wideband:
+        require_wideband(samples, source_rate=rate, spectral=kind != "mp3")
+    return samples, kind
+
+
+def _decode(data: bytes, *, max_seconds: float, min_rate: int = 0) -> tuple[np.ndarray, str, int]:
+    """``(samples at 16 kHz, format, the source's lowest sample rate)``; refuses a rate below ``min_rate``."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise AudioError(f"audio must be bytes, not {type(data).__name__}")
     raw = bytes(data)
@@ -70,6 +100,7 @@ def decode_audio(data: bytes, *, max_seconds: float = MAX_AUDIO_SECONDS) -> tupl
         chunks: list[np.ndarray] = []
         total = 0
         seconds = 0.0
+        source_rate = 0
         too_long = AudioError(f"audio is longer than {max_seconds:g} seconds")
         try:
             for frame in container.decode(audio=0):
@@ -82,6 +113,7 @@ def decode_audio(data: bytes, *, max_seconds: float = MAX_AUDIO_SECONDS) -> tupl
                 seconds += frame.samples / rate
                 if seconds > max_seconds:
                     raise too_long
+                source_rate = rate if not source_rate else min(source_rate, rate)
                 for out in resampler.resample(frame):
                     chunk = out.to_ndarray().reshape(-1)
                     chunks.append(chunk)
@@ -97,7 +129,9 @@ def decode_audio(data: bytes, *, max_seconds: float = MAX_AUDIO_SECONDS) -> tupl
                 raise AudioError(f"audio could not be decoded as {kind}") from None
     finally:
         container.close()
+    if 0 < source_rate < min_rate:
+        raise AudioError(narrowband_message(source_rate, source_rate / 2))
     samples = np.concatenate(chunks).astype(np.float64) if chunks else np.zeros(0)
     if len(samples) < _SAMPLE_RATE // 10:
         raise AudioError("audio is shorter than 0.1 seconds")
-    return samples, kind
+    return samples, kind, source_rate
