@@ -175,8 +175,11 @@ class PronunciationScorer:
             samples = audio.astype(np.float64).reshape(-1)
             if audio.dtype.kind == "f":
                 samples = samples * 32768.0
+            from learnloop.voice.audio import require_wideband
+
+            require_wideband(samples)
         else:
-            samples, _ = decode_audio(audio, max_seconds=self.max_seconds)
+            samples, _ = decode_audio(audio, max_seconds=self.max_seconds, wideband=True)
         pad = np.zeros(_PAD_SAMPLES)
         padded = np.concatenate([pad, samples, pad])
         padded = padded + np.random.default_rng(_NOISE_SEED).normal(0.0, _NOISE_STD, len(padded))
