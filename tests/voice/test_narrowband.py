@@ -150,7 +150,7 @@ def test_the_library_raises_the_same_error_for_bytes_and_samples(scorer: Pronunc
         with pytest.raises(AudioError, match="narrow-band"):
             scorer.multichoice(audio, [SAID, "good morning"])
         with pytest.raises(AudioError, match="narrow-band"):
-            scorer.evidence(audio, SAID)
+            scorer._prepare(audio)  # the path every scoring method (score, multichoice, evidence) takes
     assert scorer.score(wide.astype(np.int16), SAID).overall_score >= 60
     with pytest.raises(AudioError, match="8000 Hz"):
         require_wideband(narrow[::2], source_rate=8000)
