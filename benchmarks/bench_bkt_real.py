@@ -24,6 +24,8 @@ are the median (learnloop's include building its layout from the event arrays;
 pyBKT's include its own data preparation from a DataFrame). Memory: the
 process's peak RSS (``ru_maxrss``: interpreter, libraries and data included)
 and the fit's part of it (peak RSS minus the RSS just before the first fit).
+``ru_maxrss`` carries over from the parent process, so the files are read in
+a child process and the parent, which starts both workers, holds only arrays.
 BLAS threads are pinned to 1.
 """
 
@@ -150,18 +152,25 @@ def run_pybkt(path: Path, workdir: Path, repeats: int, python: Path) -> dict[str
         return {k: z[k] for k in z.files}
 
 
-def scores(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
+def scores(row: dict) -> None:
+    """AUC and RMSE of both models' predictions, into ``row`` (after every worker ran: importing learnloop
+    here would raise the workers' starting RSS)."""
     from learnloop.tracing import auc
 
-    return auc(y, p), float(np.sqrt(np.mean((y - p) ** 2)))
+    y, p_ours, p_peer = row.pop("predictions")
+    row["auc_ll"], row["rmse_ll"] = auc(y, p_ours), float(np.sqrt(np.mean((y - p_ours) ** 2)))
+    row["auc_py"], row["rmse_py"] = auc(y, p_peer), float(np.sqrt(np.mean((y - p_peer) ** 2)))
 
 
 def run_split(root: Path, split: str, workdir: Path, repeats: int, python: Path, max_guess: float | None) -> dict:
-    d = load(root, split)
+    path = workdir / f"{split}.npz"
+    # the files are read in a child process: a worker's peak RSS starts at its parent's (ru_maxrss survives
+    # fork and exec), so the parent holds only the arrays
+    subprocess.run([sys.executable, __file__, "--prepare", str(root), split, str(path)], check=True)
+    with np.load(path) as z:
+        d = {name: z[name] for name in z.files}
     k = int(d["n_skills"])
     seen = d["test_skill"] < k
-    path = workdir / f"{split}.npz"
-    np.savez(path, **d)
     ours = run_learnloop(path, workdir, repeats, max_guess)
     # pyBKT predicts only skills it was fitted on: give it the test answers on train skills
     np.savez(
@@ -175,10 +184,8 @@ def run_split(root: Path, split: str, workdir: Path, repeats: int, python: Path,
     p_ours = np.where(seen, np.asarray(ours["pred"]), mean)
     p_peer = np.full(y.size, mean)
     p_peer[seen] = np.asarray(peer["pred"])
-    row: dict[str, float | int | str] = {"split": split, "n_train": int(d["train_correct"].size), "n_test": int(y.size),
-                                         "unseen": int((~seen).sum()), "skills": k}  # fmt: skip
-    row["auc_ll"], row["rmse_ll"] = scores(y, p_ours)
-    row["auc_py"], row["rmse_py"] = scores(y, p_peer)
+    row: dict = {"split": split, "n_train": int(d["train_correct"].size), "n_test": int(y.size),
+                 "unseen": int((~seen).sum()), "skills": k, "predictions": (y, p_ours, p_peer)}  # fmt: skip
     t_ll, t_py = np.asarray(ours["times"]), np.asarray(peer["times"])
     row["fit_ll"], row["fit_py"] = statistics.median(t_ll.tolist()), statistics.median(t_py.tolist())
     row["rss_ll"], row["rss_py"] = float(ours["rss_peak"]), float(peer["rss_peak"])
@@ -194,7 +201,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--max-guess", type=float, default=None, help="learnloop's guess/slip bound (default: its own)")
     parser.add_argument("--worker", nargs=3, metavar=("DATA", "OUT", "REPEATS"), help=argparse.SUPPRESS)
+    parser.add_argument("--prepare", nargs=3, metavar=("ROOT", "SPLIT", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.prepare:
+        np.savez(args.prepare[2], **load(Path(args.prepare[0]), args.prepare[1]))
+        return
     if args.worker:
         learnloop_worker(Path(args.worker[0]), Path(args.worker[1]), int(args.worker[2]), args.max_guess)
         return
@@ -211,6 +222,8 @@ def main() -> None:
             r = rows[-1]
             print(f"{split}: {r['n_train']:,} train / {r['n_test']:,} test answers, {r['skills']} skills, "
                   f"{r['unseen']} test answers on skills unseen in training", flush=True)  # fmt: skip
+    for r in rows:
+        scores(r)
     print()
     print(f"per-skill BKT, 5 restarts, fit on train, one-step-ahead on test; fit time: median of {args.repeats}")
     head = (
