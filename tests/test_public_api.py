@@ -39,7 +39,7 @@ EXPECTED = {
         "topic_layout",
         "topic_mastery",
     ],
-    "learnloop.store": ["Doc", "Key", "MemoryStore", "SQLiteStore", "Store", "TABLES"],
+    "learnloop.store": ["Doc", "Key", "MemoryStore", "PostgresStore", "SQLiteStore", "Store", "TABLES"],
     "learnloop.testing": [
         "Answer",
         "CONTENT_TYPES",
@@ -93,9 +93,10 @@ def test_public_classes_say_where_they_live() -> None:
     assert api.V2Api.__module__ == "learnloop.api.v2"
     assert content.Catalog.__module__ == "learnloop.content.catalog"
     assert store.SQLiteStore.__module__ == "learnloop.store.sqlite"
+    assert store.PostgresStore.__module__ == "learnloop.store.postgres"
 
 
-HEAVY = ["pocketsphinx", "av", "jwt", "matplotlib", "hypothesis", "pytest"]
+HEAVY = ["pocketsphinx", "av", "jwt", "matplotlib", "hypothesis", "pytest", "psycopg", "psycopg_pool"]
 
 
 def test_import_learnloop_does_not_import_optional_dependencies() -> None:

@@ -126,15 +126,26 @@ class Engine:
         learner_options: LearnerOptions | Mapping[str, Any] | None = None,
         learner_cache_bytes: int | None = None,
     ) -> Engine:
-        """An engine on the SQLite file at ``path`` (created when absent).
+        """An engine on the SQLite file at ``path`` (created when absent), or on the
+        PostgreSQL database at a ``postgresql://`` (or ``postgres://``) URL, which
+        needs the ``postgres`` extra; its tables are created on first use.
 
         Contexts stay valid across restarts: without ``secret``, the signing
-        secret is generated once and kept in the file.
+        secret is generated once and kept in the store.
         """
+        store: Store
+        if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
+            if synchronous != "NORMAL":
+                raise ValueError("synchronous= applies to SQLite files; PostgreSQL's durability is the server's")
+            from learnloop.store.postgres import PostgresStore  # psycopg is an optional extra
+
+            store = PostgresStore(path)
+        else:
+            store = SQLiteStore(path, synchronous=synchronous)
         return cls(
             seed=seed,
             clock=clock,
-            store=SQLiteStore(path, synchronous=synchronous),
+            store=store,
             limits=limits,
             secret=secret,
             policies=policies,

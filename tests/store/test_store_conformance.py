@@ -8,16 +8,28 @@ from pathlib import Path
 import pytest
 
 from learnloop import Engine
-from learnloop.store import TABLES, MemoryStore, SQLiteStore, Store
+from learnloop.store import TABLES, MemoryStore, PostgresStore, SQLiteStore, Store
 
 
 class Boom(Exception):
     pass
 
 
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """Every store, PostgreSQL included (engine tests elsewhere run on memory and SQLite)."""
+    return request.param
+
+
 @pytest.fixture
-def store(store_kind: str, tmp_path: Path) -> Iterator[Store]:
-    made: Store = MemoryStore() if store_kind == "memory" else SQLiteStore(tmp_path / "store.db")
+def store(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+    made: Store
+    if store_kind == "memory":
+        made = MemoryStore()
+    elif store_kind == "sqlite":
+        made = SQLiteStore(tmp_path / "store.db")
+    else:
+        made = PostgresStore(request.getfixturevalue("postgres_database")())
     yield made
     made.close()
 

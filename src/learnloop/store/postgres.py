@@ -1,0 +1,285 @@
+"""A store shared by processes and hosts: PostgreSQL through psycopg 3 and its connection pool.
+
+Needs the ``postgres`` extra (``pip install 'learnloop[postgres]'``). The tables
+are created on first open (idempotent, under an advisory lock, so several
+processes may open a fresh database at once), in their own schema
+(``learnloop`` unless told otherwise).
+
+Same semantics as :class:`~learnloop.store.sqlite.SQLiteStore`:
+
+- every write is one transaction, and ``atomic()`` groups writes into one
+  (nested blocks are savepoints). A transaction holds one pooled connection,
+  pinned to the thread that opened it; reads in that thread go through it and
+  see its writes, reads elsewhere take any connection and see committed data;
+- write transactions are serialised by a transaction-level advisory lock taken
+  when they begin (as SQLite's ``BEGIN IMMEDIATE`` does), under ``READ
+  COMMITTED``, so each statement after the lock sees every earlier commit: the
+  engine's read-modify-write of a learner's revision, a session or the content
+  version is safe across processes;
+- one database sequence numbers the writes of every table, so ``scan(order="seq")``
+  follows the order of commits across processes.
+
+Primary keys are ``(app, k1, k2, k3, k4)``: the application, then the first key
+part (the user for events and learner states), so that on Citus the learner
+tables can be distributed by their first key part and the content tables kept
+as reference tables (see ``docs/stores.md``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+try:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:
+    raise ImportError("PostgreSQL support needs the 'postgres' extra: pip install 'learnloop[postgres]'") from exc
+
+from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
+
+__all__ = ["DISTRIBUTED_TABLES", "PostgresStore"]
+
+_KEY_COLUMNS = ("k1", "k2", "k3", "k4")
+#: high-volume tables read by key only: no index on their write sequence (as on SQLite)
+_UNORDERED = frozenset({"events", "learners"})
+#: tables of one learner's data, distributable by their first key part (Citus); the others are reference tables
+DISTRIBUTED_TABLES = frozenset({"events", "learners", "sessions"})
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_JOIN = " AND ".join(f"t.{col} = w.{col}" for col in _KEY_COLUMNS)
+_UNNEST_KEYS = "unnest(%s::text[], %s::text[], %s::text[], %s::text[])"
+
+
+def _lock_id(schema: str) -> int:
+    """The advisory lock of a schema's writers: a stable signed 64-bit number."""
+    digest = hashlib.blake2b(f"learnloop:{schema}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _columns(keys: Iterable[tuple[str, ...]]) -> list[list[str]]:
+    """Padded keys as four column lists (for ``unnest``)."""
+    columns: list[list[str]] = [[], [], [], []]
+    for key in keys:
+        for column, part in zip(columns, key):
+            column.append(part)
+    return columns
+
+
+class PostgresStore:
+    """A :class:`~learnloop.store.base.Store` in a PostgreSQL database.
+
+    ``dsn`` is a libpq connection string or URL (``postgresql://user@host/db``);
+    ``pool_size`` bounds the connections this store holds (one per thread in a
+    call at a time); ``schema`` is where the tables live.
+    """
+
+    def __init__(self, dsn: str, *, pool_size: int = 8, schema: str = "learnloop") -> None:
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ValueError(f"schema must be a lower-case SQL identifier, got {schema!r}")
+        if pool_size < 1:
+            raise ValueError(f"pool_size must be at least 1, got {pool_size}")
+        self.dsn = dsn
+        self.schema = schema
+        self._lock_key = _lock_id(schema)
+        self._tables = {table: f'"{schema}"."{table}"' for table in TABLES}
+        self._seq = f'"{schema}"."write_seq"'
+        self._local = threading.local()
+        # a direct connection first: a wrong address or password is reported at once, not as a pool timeout
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            self._create(conn)
+        self._pool = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True},
+            configure=self._configure,
+            open=True,
+            name=f"learnloop-{schema}",
+        )
+
+    @staticmethod
+    def _configure(conn: psycopg.Connection[Any]) -> None:
+        # the writers' lock is only a barrier under READ COMMITTED: each statement after it sees earlier commits
+        conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+
+    def _create(self, conn: psycopg.Connection[Any]) -> None:
+        """The schema, tables and sequence, created when absent (one process at a time)."""
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            conn.execute(f"CREATE SEQUENCE IF NOT EXISTS {self._seq} AS bigint")
+            for table, name in self._tables.items():
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {name} ("
+                    'app text COLLATE "C" NOT NULL, k1 text COLLATE "C" NOT NULL, '
+                    'k2 text COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, k4 text COLLATE "C" NOT NULL, '
+                    "seq bigint NOT NULL, v bytea NOT NULL, PRIMARY KEY (app, k1, k2, k3, k4))"
+                )
+                if table not in _UNORDERED:
+                    conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {name} (app, seq)")
+
+    # -- transactions ---------------------------------------------------------
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One transaction on a connection pinned to this thread; a nested block is a savepoint."""
+        pinned: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if pinned is not None:
+            with pinned.transaction():
+                yield
+            return
+        with self._pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                    yield
+            finally:
+                self._local.conn = None
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        """This thread's transaction's connection, or any pooled one (autocommit) for one call."""
+        pinned: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self._pool.connection() as conn:
+            yield conn
+
+    # -- helpers ------------------------------------------------------------------
+    @staticmethod
+    def _params(table: str, key: Key) -> tuple[str, ...]:
+        check_key(table, key)
+        if any("\x00" in part for part in key):
+            raise ValueError(f"table '{table}': PostgreSQL keys cannot hold NUL characters, got {key!r}")
+        return tuple(key) + ("",) * (4 - len(key))
+
+    @staticmethod
+    def _where_prefix(table: str, prefix: Key) -> tuple[str, tuple[str, ...]]:
+        check_prefix(table, tuple(prefix))
+        clause = "".join(f" AND {col} = %s" for col in _KEY_COLUMNS[: len(prefix)])
+        return clause, tuple(prefix)
+
+    @staticmethod
+    def _app(app: str) -> str:
+        if not isinstance(app, str) or "\x00" in app:
+            raise ValueError(f"an application is a string without NUL characters, got {app!r}")
+        return app
+
+    # -- reads ------------------------------------------------------------------------
+    def get(self, table: str, app: str, key: Key) -> Doc | None:
+        params = self._params(table, key)
+        with self._conn() as conn:
+            row = conn.execute(
+                f"SELECT v FROM {self._tables[table]} WHERE app = %s AND k1 = %s AND k2 = %s AND k3 = %s AND k4 = %s",
+                (self._app(app), *params),
+            ).fetchone()
+        return None if row is None else decode_doc(row[0])
+
+    def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
+        check_prefix(table, ())
+        width = TABLES[table]
+        wanted = [self._params(table, tuple(key)) for key in keys]
+        if not wanted:
+            return {}
+        # a join on the wanted keys, so each is one primary-key lookup
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT t.k1, t.k2, t.k3, t.k4, t.v FROM {_UNNEST_KEYS} AS w(k1, k2, k3, k4) "
+                f"JOIN {self._tables[table]} AS t ON t.app = %s AND {_JOIN}",
+                (*_columns(wanted), self._app(app)),
+            ).fetchall()
+        return {tuple(row[:width]): decode_doc(row[4]) for row in rows}
+
+    def scan(
+        self,
+        table: str,
+        app: str,
+        prefix: Key = (),
+        *,
+        order: Literal["key", "seq"] = "key",
+        last_after: str | None = None,
+    ) -> Iterator[tuple[Key, Doc]]:
+        clause, params = self._where_prefix(table, prefix)
+        width = TABLES[table]
+        if last_after is not None:
+            clause += f" AND {_KEY_COLUMNS[width - 1]} > %s"
+            params = (*params, last_after)
+        order_by = "k1, k2, k3, k4" if order == "key" else "seq"
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT k1, k2, k3, k4, v FROM {self._tables[table]} WHERE app = %s{clause} ORDER BY {order_by}",
+                (self._app(app), *params),
+            ).fetchall()
+        return iter([(tuple(row[:width]), decode_doc(row[4])) for row in rows])
+
+    def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
+        clause, params = self._where_prefix(table, prefix)
+        width = TABLES[table]
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT k1, k2, k3, k4 FROM {self._tables[table]} WHERE app = %s{clause} ORDER BY k1, k2, k3, k4",
+                (self._app(app), *params),
+            ).fetchall()
+        return [tuple(row[:width]) for row in rows]
+
+    def count(self, table: str, app: str, prefix: Key = ()) -> int:
+        clause, params = self._where_prefix(table, prefix)
+        with self._conn() as conn:
+            row = conn.execute(
+                f"SELECT COUNT(*) FROM {self._tables[table]} WHERE app = %s{clause}", (self._app(app), *params)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    # -- writes ---------------------------------------------------------------------
+    def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
+        app = self._app(app)
+        latest: dict[tuple[str, ...], bytes] = {}
+        for key, doc in rows:
+            params = self._params(table, key)
+            latest.pop(params, None)  # a key written twice takes its last document and place
+            latest[params] = encode_doc(doc)
+        if not latest:
+            return
+        # numbered from the sequence in the order given (volatile outputs are computed after the sort)
+        with self.atomic(), self._conn() as conn:
+            conn.execute(
+                f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
+                f"SELECT %s, k1, k2, k3, k4, nextval('{self._seq}'), v "
+                "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[]) "
+                "WITH ORDINALITY AS r(k1, k2, k3, k4, v, n) ORDER BY n "
+                "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v",
+                (app, *_columns(latest), list(latest.values())),
+            )
+
+    def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
+        app = self._app(app)
+        wanted = [(tuple(key), self._params(table, tuple(key))) for key in keys]
+        if not wanted:
+            return []
+        with self.atomic(), self._conn() as conn:
+            rows = conn.execute(
+                f"DELETE FROM {self._tables[table]} AS t USING {_UNNEST_KEYS} AS w(k1, k2, k3, k4) "
+                f"WHERE t.app = %s AND {_JOIN} RETURNING t.k1, t.k2, t.k3, t.k4",
+                (*_columns(params for _, params in wanted), app),
+            ).fetchall()
+        gone = {tuple(row) for row in rows}
+        deleted: list[Key] = []
+        for key, params in wanted:
+            if params in gone:
+                gone.discard(params)
+                deleted.append(key)
+        return deleted
+
+    def delete_prefix(self, table: str, app: str, prefix: Key) -> int:
+        clause, params = self._where_prefix(table, prefix)
+        with self.atomic(), self._conn() as conn:
+            cur = conn.execute(f"DELETE FROM {self._tables[table]} WHERE app = %s{clause}", (self._app(app), *params))
+            return cur.rowcount
+
+    def close(self) -> None:
+        self._pool.close()
