@@ -224,6 +224,7 @@ def test_a_bulk_put_is_atomic(call: Client, engine: Engine) -> None:
     assert snapshot(engine) == before
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_a_failing_store_write_rolls_the_bulk_put_back(
     call: Client, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -435,6 +436,7 @@ def test_delete_view(seeded: Client, engine: Engine) -> None:
     assert seeded("GET", "/v1/assets/q1").status == 200
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_views_are_listed_from_least_to_most_recently_updated_with_paging(seeded: Client) -> None:
     for name in ["b", "c", "d"]:
         assert seeded(

@@ -82,6 +82,7 @@ OK_EVENTS = {"duplicate_events": [], "warnings": []}
 # -- user events ----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_events_become_core_interactions(api: V1Api, engine: Engine) -> None:
     events = [
         answer("q1", "correct", 1, attributes={"time_spent_ms": 900}),
@@ -210,6 +211,7 @@ def test_offline_duplicates_are_reported_and_not_consumed(api: V1Api, engine: En
     assert {k[2]: d["score"] for k, d in stored_events(engine)}["q1"] == 0.0
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_an_event_batch_is_atomic_when_the_store_fails(
     api: V1Api, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

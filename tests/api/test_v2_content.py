@@ -103,6 +103,7 @@ def state(post: Client) -> dict[str, Any]:
 # -- upsert-items / query-item-database / delete-items / upsert-item-database -------------
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_upsert_items_then_query_item_database(post: Client) -> None:
     r = post("/v2/upsert-items", {"items": [item("b"), *ITEMS]})
     assert r.status == 200 and r.body == {"data": {}}
@@ -233,6 +234,7 @@ def test_annotation_fields_are_checked(post: Client) -> None:
 # -- catalogs --------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_upsert_catalog_then_query_it(loaded: Client) -> None:
     r = loaded("/v2/query-catalog", {"catalog_id": "book"})
     assert r.status == 200 and r.body == {
@@ -384,6 +386,7 @@ def test_difficulty_override_of_a_ref_is_checked_in_0_1(loaded: Client) -> None:
     )
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_deleting_an_item_a_catalog_refers_to(loaded: Client, engine: Engine) -> None:
     assert engine.catalog_index("book", app="app-1").item_ids == ("q1", "t1", "q2")
     r = loaded("/v2/delete-items", {"item_ids": ["t1"]})
@@ -722,6 +725,7 @@ def test_catalog_limits_at_the_documented_maxima() -> None:
 # -- applications and atomicity -----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_applications_never_see_each_other(loaded: Client) -> None:
     assert item_db(loaded, key="key-2") == []
     assert loaded("/v2/query-catalog-ids", key="key-2").body == {"data": {"catalog_ids": []}}
@@ -744,6 +748,7 @@ def test_applications_never_see_each_other(loaded: Client) -> None:
     assert loaded("/v2/query-catalog-ids").body == {"data": {"catalog_ids": ["book"]}}
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_a_failing_bulk_call_changes_nothing(loaded: Client) -> None:
     before = state(loaded)
     failing = [
@@ -761,6 +766,7 @@ def test_a_failing_bulk_call_changes_nothing(loaded: Client) -> None:
 
 
 @pytest.mark.parametrize("call", ["upsert_items", "replace_item_database", "delete_items", "upsert_catalog"])
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_a_store_failure_mid_call_rolls_back(
     loaded: Client, engine: Engine, call: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

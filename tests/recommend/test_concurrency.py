@@ -63,6 +63,7 @@ def _run_threads(workers: list[Callable[[], None]], timeout: float) -> list[Base
 
 
 # -- defect 1: a step in one thread and a status read in another must never hang ---------
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_adaptive_steps_and_status_reads_in_two_threads_do_not_hang(make_engine: Callable[..., Engine]) -> None:
     engine = make_engine(seed=3)
     cid = _course(engine)
@@ -410,6 +411,7 @@ def test_session_filter_limit_counts_distinct_items_not_topic_positions() -> Non
 
 
 # -- defect 6: events sharing a timestamp are applied in posting order ----------------------
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_events_sharing_a_timestamp_are_applied_in_posting_order(make_engine: Callable[..., Engine]) -> None:
     engine = make_engine(seed=1)
     cid = _course(engine)

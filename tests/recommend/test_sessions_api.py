@@ -194,6 +194,7 @@ def test_adaptive_engine_response_shape(api: V2Api) -> None:
     }
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_events_update_status_and_session(api: V2Api, clock: SimClock) -> None:
     context = create(api, stopping_conditions={"max_interaction_count": 2})
     rec = step(api, context)["recommendation"]
@@ -227,6 +228,7 @@ def test_the_same_event_twice_changes_nothing(api: V2Api) -> None:
     assert twice["user_status"] == once["user_status"]
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_the_most_recent_version_of_an_event_wins(api: V2Api) -> None:
     context = create(api)
     rec = step(api, context)["recommendation"]
@@ -257,6 +259,7 @@ def test_context_of_another_application_is_rejected(api: V2Api) -> None:
     assert out["error"]["message"] == "session_context: context belongs to another application"
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_stale_session_context(api: V2Api) -> None:
     context = create(api)
     assert post(api, "/v2/delete-catalog", {"catalog_id": "course"})[0] == 200
@@ -284,6 +287,7 @@ def test_a_session_context_is_not_a_recommendation_context(api: V2Api) -> None:
     assert out["error"]["message"] == "events[0].recommendation_context: not a recommendation context"
 
 
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_event_batch_is_atomic(api: V2Api) -> None:
     context = create(api)
     rec = step(api, context)["recommendation"]
@@ -364,6 +368,7 @@ def test_session_filter_bounds_recommendations_and_status(api: V2Api) -> None:
 
 
 # -- user-status and upsert-events -----------------------------------------------------------
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
 def test_upsert_events_and_user_status(api: V2Api) -> None:
     events = [
         {

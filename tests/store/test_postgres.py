@@ -1,0 +1,343 @@
+"""PostgresStore beyond the conformance suite: opening by URL, several processes on one
+database, and writers killed mid-write (SQLite too, for comparison)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from learnloop import Engine
+from learnloop._revisions import Revision
+from learnloop.events import format_timestamp
+from learnloop.sim import sample_course
+from learnloop.store import PostgresStore
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+LEARN = {"mode": {"type": "learn"}, "filter": {}}
+
+
+def _stamp(seconds: float) -> str:
+    return format_timestamp(T0 + timedelta(seconds=seconds))
+
+
+def _course(engine: Engine) -> tuple[str, list[tuple[str, str]]]:
+    items, catalog = sample_course(n_chapters=1, topics_per_chapter=2, items_per_topic=3, with_theory=False)
+    engine.upsert_items(items)
+    engine.upsert_catalog(catalog)
+    index = engine.catalog_index(catalog.catalog_id)
+    pairs = [(i, index.topic_ids[index.item_topic[p]]) for p, i in enumerate(index.item_ids)]
+    return catalog.catalog_id, pairs
+
+
+def _attempt(cid: str, pair: tuple[str, str], seconds: float, score: float) -> dict[str, Any]:
+    item, topic = pair
+    return {
+        "type": "attempt",
+        "timestamp": _stamp(seconds),
+        "catalog_id": cid,
+        "item_id": item,
+        "topic_id": topic,
+        "score": score,
+    }
+
+
+# -- opening --------------------------------------------------------------------------------
+
+
+def test_engine_open_on_a_url_keeps_content_sessions_and_the_secret(postgres_database: Callable[[], str]) -> None:
+    url = postgres_database()
+    with Engine.open(url, seed=1) as engine:
+        assert isinstance(engine.store, PostgresStore)
+        cid, _ = _course(engine)
+        context = engine.create_session({"user_id": "u", "catalog_id": cid, **LEARN})
+        engine.adaptive_step(context)
+    # the short scheme names the same database; the context still verifies (the secret is stored)
+    with Engine.open(url.replace("postgresql://", "postgres://", 1), seed=1) as again:
+        assert again.catalog_ids() == [cid]
+        assert again.session(context).recommendation_count == 1
+
+
+def test_engine_open_refuses_sqlite_settings_for_postgresql(postgres_server: str) -> None:
+    with pytest.raises(ValueError, match="synchronous= applies to SQLite"):
+        Engine.open(postgres_server, synchronous="FULL")
+
+
+def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if psycopg were not installed
+    monkeypatch.delitem(sys.modules, "learnloop.store.postgres")
+    with pytest.raises(ImportError, match=r"pip install 'learnloop\[postgres\]'"):
+        Engine.open("postgresql://nobody@/nothing")
+
+
+def test_a_wrong_address_is_reported_at_once(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(psycopg.OperationalError):
+        PostgresStore(f"postgresql://nobody@/nothing?host={tmp_path}&connect_timeout=5")
+    assert time.monotonic() - started < 5
+
+
+def test_bad_arguments_and_keys_are_refused(postgres_database: Callable[[], str]) -> None:
+    url = postgres_database()
+    for schema in ["", "Upper", "with space", 'q"uote', "x" * 64]:
+        with pytest.raises(ValueError, match="schema"):
+            PostgresStore(url, schema=schema)
+    with pytest.raises(ValueError, match="pool_size"):
+        PostgresStore(url, pool_size=0)
+    store = PostgresStore(url)
+    try:
+        with pytest.raises(ValueError, match="NUL"):
+            store.put_many("items", "app", [(("ok",), {}), (("a\x00b",), {})])
+        with pytest.raises(ValueError, match="NUL"):
+            store.put_many("items", "a\x00pp", [(("ok",), {})])
+        assert store.count("items", "app") == 0
+    finally:
+        store.close()
+
+
+def test_schemas_keep_stores_on_one_database_apart(postgres_database: Callable[[], str]) -> None:
+    url = postgres_database()
+    first, second = PostgresStore(url, schema="first"), PostgresStore(url, schema="second")
+    try:
+        first.put_many("items", "app", [(("q1",), {"in": "first"})])
+        assert second.get("items", "app", ("q1",)) is None
+        second.put_many("items", "app", [(("q1",), {"in": "second"})])
+        assert first.get("items", "app", ("q1",)) == {"in": "first"}
+    finally:
+        first.close()
+        second.close()
+
+
+def test_one_transaction_per_thread(postgres_database: Callable[[], str]) -> None:
+    """A block's writes are its thread's until it commits; another thread's write waits for it."""
+    import threading
+
+    store = PostgresStore(postgres_database(), pool_size=4)
+    seen: list[Any] = []
+    inside, wrote = threading.Event(), threading.Event()
+
+    def other() -> None:
+        inside.wait(10)
+        seen.append(store.get("items", "app", ("a",)))  # not committed yet: not seen
+        store.put_many("items", "app", [(("b",), {})])  # waits for the block's commit
+        wrote.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    try:
+        with store.atomic():
+            store.put_many("items", "app", [(("a",), {})])
+            inside.set()
+            time.sleep(0.3)
+            seen.append(wrote.is_set())
+            assert store.get("items", "app", ("a",)) == {}
+        thread.join(10)
+        assert seen == [None, False]
+        assert [k for k, _ in store.scan("items", "app", order="seq")] == [("a",), ("b",)]
+    finally:
+        thread.join(10)
+        store.close()
+
+
+# -- several processes ----------------------------------------------------------------------------
+
+
+def _open_and_write(url: str, k: int, barrier: Any) -> None:
+    barrier.wait(30)
+    store = PostgresStore(url)
+    store.put_many("items", "app", [((f"p{k}",), {"k": k})])
+    store.close()
+
+
+def test_several_processes_create_the_schema_at_once(postgres_database: Callable[[], str]) -> None:
+    url = postgres_database()
+    ctx = mp.get_context("fork")
+    barrier = ctx.Barrier(4)
+    procs = [ctx.Process(target=_open_and_write, args=(url, k, barrier)) for k in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    store = PostgresStore(url)
+    try:
+        assert store.keys("items", "app") == [(f"p{k}",) for k in range(4)]
+    finally:
+        store.close()
+
+
+def _racer(url: str, cid: str, pairs: list[tuple[str, str]], k: int, barrier: Any, out: Any) -> None:
+    try:
+        barrier.wait(30)
+        engine = Engine.open(url)  # the first to open creates the signing secret, the others read it
+        context = engine.create_session({"user_id": "shared", "catalog_id": cid, **LEARN})
+        for n in range(5):
+            engine.upsert_events("shared", [_attempt(cid, pairs[n % len(pairs)], k * 1000 + n, 1.0)])
+        out.put(("ok", context))
+        engine.close()
+    except BaseException as exc:
+        out.put(("error", repr(exc)))
+
+
+def test_processes_racing_on_a_fresh_database_share_one_secret_and_every_write(
+    postgres_database: Callable[[], str],
+) -> None:
+    url = postgres_database()
+    with Engine(store=PostgresStore(url), secret=b"x" * 32) as seeder:  # content only, no stored secret
+        cid, pairs = _course(seeder)
+    ctx = mp.get_context("fork")  # this process holds no connection or thread now
+    barrier, out = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_racer, args=(url, cid, pairs, k, barrier, out)) for k in range(4)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert [r[0] for r in results] == ["ok"] * 4, results
+    with Engine.open(url) as engine:
+        for _, context in results:
+            assert engine.session(context).spec.user_id == "shared"  # signed with the one stored secret
+        assert engine.store.count("events", "default", ("shared", cid)) == 20
+        # every write read the revision the previous one left: none was lost
+        assert Revision.from_doc(engine.store.get("learners", "default", ("shared", cid))).rev == 20
+
+
+def _other_process(url: str, cid: str, context: str, pair: tuple[str, str], out: Any) -> None:
+    try:
+        engine = Engine.open(url, seed=1)
+        seen = {
+            "catalogs": engine.catalog_ids(),
+            "recommendations": engine.session(context).recommendation_count,
+            "last": engine.user_status("u", cid, [{}])[0].last_interaction_timestamp,
+            "items": engine.store.keys("items", "scratch"),
+        }
+        engine.upsert_events("u", [_attempt(cid, pair, 3600, 0.0)])
+        engine.upsert_items([{"item_id": "extra", "display_name": "Extra", "scorable": True}])
+        other = engine.create_session({"user_id": "v", "catalog_id": cid, **LEARN})
+        engine.store.put_many("items", "scratch", [(("a",), {})])
+        out.put(("ok", seen, other))
+        engine.close()
+    except BaseException as exc:
+        out.put(("error", repr(exc), None))
+
+
+def test_two_processes_see_each_others_writes_and_refresh_cached_states(
+    postgres_database: Callable[[], str],
+) -> None:
+    url = postgres_database()
+    engine = Engine.open(url, seed=1)
+    try:
+        cid, pairs = _course(engine)
+        context = engine.create_session({"user_id": "u", "catalog_id": cid, **LEARN})
+        rec = engine.adaptive_step(context).recommendation
+        assert rec is not None
+        answer = {"type": "attempt", "timestamp": _stamp(60), "score": 1.0}
+        engine.adaptive_step(context, [answer | {"recommendation_context": rec.recommendation_context}])
+        before = engine.learner_view("u", cid)  # cached in this process
+        engine.store.put_many("items", "scratch", [(("b",), {})])
+
+        ctx = mp.get_context("spawn")  # this process runs pool threads: no fork
+        out = ctx.Queue()
+        proc = ctx.Process(target=_other_process, args=(url, cid, context, pairs[-1], out))
+        proc.start()
+        status, seen, other = out.get(timeout=120)
+        proc.join(60)
+        assert status == "ok", seen
+        assert seen == {"catalogs": [cid], "recommendations": 2, "last": _stamp(60), "items": [("b",)]}
+
+        # the other process's event reached this process's cached state
+        after = engine.learner_view("u", cid)
+        assert after.attempts.sum() == before.attempts.sum() + 1
+        assert engine.user_status("u", cid, [{}])[0].last_interaction_timestamp == _stamp(3600)
+        with Engine.open(url, seed=1) as fresh:
+            assert fresh.user_status("u", cid, [{}]) == engine.user_status("u", cid, [{}])
+        # its content and session, and its write numbered after this process's
+        assert "extra" in [i.item_id for i in engine.item_database()]
+        assert engine.session(other).spec.user_id == "v"
+        engine.store.put_many("items", "scratch", [(("c",), {})])
+        assert [k[0] for k, _ in engine.store.scan("items", "scratch", order="seq")] == ["b", "a", "c"]
+    finally:
+        engine.close()
+
+
+# -- writers killed mid-write ---------------------------------------------------------------------------
+BATCH = 25
+KILLS = 20
+
+
+def _batch_of(stamp: str) -> int:
+    seconds = (datetime.fromisoformat(stamp.replace("Z", "+00:00")) - T0).total_seconds()
+    return int(seconds % 10**6) // BATCH
+
+
+def _writer(target: str, cid: str, pairs: list[tuple[str, str]], k: int, acks: Any) -> None:
+    engine = Engine.open(target)
+    batch = 0
+    while True:
+        events = [
+            _attempt(cid, pairs[(batch + i) % len(pairs)], k * 10**6 + batch * BATCH + i, float(i % 2))
+            for i in range(BATCH)
+        ]
+        engine.upsert_events(f"w{k}", events)
+        acks.send(batch)  # sent only once the call returned: the batch is committed
+        batch += 1
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_writers_killed_mid_write_lose_no_acknowledged_event(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    target = str(tmp_path / "kill.db") if kind == "sqlite" else request.getfixturevalue("postgres_database")()
+    with Engine.open(target) as setup:
+        cid, pairs = _course(setup)
+    ctx = mp.get_context("fork")  # cheap to start; this process holds no connection or thread now
+    rng = random.Random(20)
+    acked: dict[int, list[int]] = {}
+    for k in range(KILLS):
+        receiver, sender = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_writer, args=(target, cid, pairs, k, sender), daemon=True)
+        proc.start()
+        sender.close()
+        got: list[int] = []
+        want = rng.randint(1, 3)
+        while len(got) < want:
+            assert receiver.poll(60) and proc.is_alive(), f"writer {k} stopped after {got}"
+            got.append(receiver.recv())
+        time.sleep(rng.uniform(0, 0.01))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join(30)
+        assert proc.exitcode == -signal.SIGKILL
+        while receiver.poll():
+            try:
+                got.append(receiver.recv())
+            except EOFError:
+                break
+        receiver.close()
+        acked[k] = got
+
+    with Engine.open(target) as engine:
+        unacknowledged = 0
+        for k, got in acked.items():
+            user = f"w{k}"
+            stored: dict[int, int] = {}
+            for key in engine.store.keys("events", "default", (user, cid)):
+                stored[_batch_of(key[3])] = stored.get(_batch_of(key[3]), 0) + 1
+            # every acknowledged batch whole; at most the one in flight beyond them, whole as well
+            assert got == list(range(len(got)))
+            assert set(stored) in ({*got}, {*got, len(got)}), (k, got, stored)
+            assert set(stored.values()) == {BATCH}, (k, stored)
+            unacknowledged += len(stored) - len(got)
+            # the learner's revision moved with its events (one write a batch)
+            assert Revision.from_doc(engine.store.get("learners", "default", (user, cid))).rev == len(stored)
+            assert engine.user_status(user, cid, [{}])[0].last_interaction_timestamp is not None
+        assert unacknowledged < KILLS
