@@ -27,7 +27,7 @@ class LearnerOptions:
     >>> LearnerOptions.of({"drfit": 0.05})
     Traceback (most recent call last):
     ...
-    learnloop.errors.ValidationError: unknown learner option 'drfit' (known: drift, failure_gain, hierarchy, memory_model, momentum_decay, momentum_var, parent_weight, practice_gain, prerequisite_weight, prior_var, skip_score, topic_var)
+    learnloop.errors.ValidationError: unknown learner option 'drfit' (known: drift, failure_gain, hierarchy, memory_model, momentum_decay, momentum_var, novelty, parent_weight, practice_gain, prerequisite_weight, prior_var, skip_score, topic_var)
     """
 
     prior_var: float = 1.0
@@ -40,6 +40,7 @@ class LearnerOptions:
     hierarchy: str = "nested"
     momentum_decay: float = 0.0
     momentum_var: float = 0.0
+    novelty: float = 0.0
     skip_score: float | None = None
     memory_model: Any = None
 

@@ -31,6 +31,7 @@ DEFAULT_GRID: dict[str | tuple[str, ...], tuple[Any, ...]] = {
     "prior_var": (0.5, 1.0, 2.0),
     "practice_gain": (0.0, 0.02, 0.05, 0.1),
     "failure_gain": (-0.05, 0.0, 0.02, 0.05),
+    "novelty": (0.0, 0.3, 0.6, 1.0),
     ("momentum_var", "momentum_decay"): ((0.0, 0.0),) + tuple(itertools.product((0.3, 1.0, 2.0), (0.5, 0.7, 0.9))),
 }
 

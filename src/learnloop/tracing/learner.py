@@ -33,6 +33,13 @@ apply to an event marked ``practice=False`` (an assessment answer without
 feedback); the drift does, so the belief can still follow a learner who is
 changing.
 
+A topic the learner has not met yet (no evidence on its node) can be taken to
+be ``novelty`` logits harder than the belief says: the prediction on it and
+the first answer on it see each item's difficulty raised by ``novelty``, and
+from that answer on the topic counts as met (0 by default; on logs where the
+first answer on a skill is right less often than the learner's later ones,
+e.g. tutors that give hints after a wrong answer, it is positive).
+
 Each update is O(depth + successors), independent of the history length.
 Exact duplicates (same item and timestamp and content as that item's last
 event) change nothing; anything else that re-uses an event key (an overwrite,
@@ -118,6 +125,7 @@ class LearnerModel:
         hierarchy: str = "nested",
         momentum_decay: float = 0.0,
         momentum_var: float = 0.0,
+        novelty: float = 0.0,
         skip_score: float | None = None,
         memory_model: MemoryModel | None = None,
     ) -> None:
@@ -134,6 +142,8 @@ class LearnerModel:
             problems.append(f"hierarchy must be 'nested' or 'additive', got {hierarchy!r}")
         if not (0.0 <= momentum_decay < 1.0 and momentum_var >= 0.0):
             problems.append("momentum_decay must lie in [0, 1) and momentum_var be non-negative")
+        if not math.isfinite(novelty):
+            problems.append(f"novelty must be finite, got {novelty}")
         if momentum_var > 0.0 and hierarchy != "additive":
             problems.append("a momentum (momentum_var > 0) needs the additive hierarchy")
         if problems:
@@ -141,6 +151,7 @@ class LearnerModel:
         self.hierarchy = hierarchy
         self.momentum_decay = momentum_decay
         self.momentum_var = momentum_var
+        self.novelty = novelty
         self.topics = topics
         self.items = items
         self.prior_var = prior_var
@@ -290,6 +301,8 @@ class LearnerModel:
         practice: bool = True,
         momentum: list[float] | None = None,
     ) -> None:
+        if self.novelty and ability[topic, 2] <= 0.0:  # the first answer on a topic: still new to the learner
+            b = b + self.novelty
         if self.hierarchy == "additive":
             chain = self._chains[topic]
             means = [float(ability[n, 0]) for n in chain]
@@ -347,6 +360,8 @@ class LearnerModel:
             if self.momentum_var > 0.0:  # the short-lived component, decayed to the next answer
                 mean = mean + self.momentum_decay * state.momentum[0]
                 var = var + self.momentum_decay**2 * state.momentum[1] + self.momentum_var
+            if self.novelty:
+                mean = mean - self.novelty * (state.ability[:-1, 2] <= 0.0)
             return mean, np.sqrt(var)
         informed = state.ability[chains, 2] > 0.0
         informed[:, -1] = True  # the overall node is always usable
@@ -355,6 +370,8 @@ class LearnerModel:
         # padding repeats the overall node, so the level of the overall node is its first column
         mean = state.ability[node, 0]
         var = state.ability[node, 1] + self.topic_var * np.minimum(level, self.topics.depth + 1)
+        if self.novelty:
+            mean = mean - self.novelty * (state.ability[:-1, 2] <= 0.0)
         return mean, np.sqrt(var)
 
     def overall(self, state: LearnerState) -> tuple[float, float]:

@@ -64,6 +64,7 @@ def trace(
     b_of, a_of = model._b, model._a
     topic_var, drift, gain, loss = model.topic_var, model.drift, model.practice_gain, model.failure_gain
     parent_w, pre_w = model.parent_weight, model.prerequisite_weight
+    novelty = model.novelty
     out = np.empty(len(pos))
 
     def belief(node: int) -> tuple[float, float]:
@@ -81,9 +82,14 @@ def trace(
     for k, (i, s, t) in enumerate(zip(pos, sc, tp, strict=True)):
         b, a = b_of[i], a_of[i]
         # the prediction uses the belief of the item's own topic
-        m, v = belief(model._item_topic[i])
+        it = model._item_topic[i]
+        m, v = belief(it)
+        if novelty and ability[it][2] <= 0.0:
+            m -= novelty
         z = a * (m - b) / math.sqrt(1.0 + _PI_OVER_8 * a * a * v)
         out[k] = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
+        if novelty and ability[t][2] <= 0.0:
+            b += novelty
         chain = chains[t]
         targets = [(t, 1.0)] + [(node, parent_w) for node in chain[1:]] + [(n, pre_w) for n in succ[t]]
         priors = [belief(node) for node, _ in targets]
@@ -113,18 +119,23 @@ def _trace_additive(
     drift, gain, loss = model.drift, model.practice_gain, model.failure_gain
     rho, q = model.momentum_decay, model.momentum_var
     fast = q > 0.0
+    novelty = model.novelty
     out = np.empty(len(pos))
     for k, (i, s, t) in enumerate(zip(pos, sc, tp, strict=True)):
         b, a = b_of[i], a_of[i]
         rows = [ability[n] for n in chains[item_topic[i]]]
         m = sum(r[0] for r in rows)
         v = sum(r[1] for r in rows)
+        if novelty and rows[0][2] <= 0.0:
+            m -= novelty
         if fast:
             m += rho * momentum[0]
             v += rho * rho * momentum[1] + q
         z = a * (m - b) / math.sqrt(1.0 + _PI_OVER_8 * a * a * v)
         out[k] = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
         rows = [ability[n] for n in chains[t]]
+        if novelty and rows[0][2] <= 0.0:
+            b += novelty
         means = [r[0] for r in rows]
         variances = [r[1] for r in rows]
         if fast:
