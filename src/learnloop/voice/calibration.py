@@ -101,6 +101,10 @@ class Calibration:
         """
         if float(self.probability(self.normalised_gop(phone, llr))) >= 0.5:
             return phone
+        return self.best_substitute(phone, llr)
+
+    def best_substitute(self, phone: str, llr: Sequence[float] | np.ndarray) -> str:
+        """The plausible substitute of ``phone`` that fits the audio best (``#``: silence)."""
         others = np.asarray(llr, dtype=np.float64).copy()
         others[~COMPETITORS[_ROW[phone]]] = np.inf
         like = SCORING_PHONES[int(np.argmin(others))]

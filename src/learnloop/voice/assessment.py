@@ -1,0 +1,419 @@
+"""The scoring model: acoustic evidence in, expert-scale judgements out.
+
+Learned from speechocean762's expert labels (Zhang et al., 2021, CC BY 4.0; train
+split only) by ``benchmarks/fit_voice_real.py`` and shipped as ``assessment.json``.
+Three stages, each fed by the one before:
+
+- **phone**: a one-hidden-layer network (tanh) over the evidence of a phone and its
+  surroundings (:func:`phone_features`) predicts the experts' phone accuracy on
+  their 0-2 scale (2 correct, 1 heavy accent, 0 wrong or missed);
+- **word**: a linear model over the word's phone predictions and its own evidence
+  (:func:`word_features`) predicts the word accuracy (0-10);
+- **utterance**: a linear model over the phrase's phone and word predictions and
+  its timing (:func:`utterance_features`) predicts the total score (0-10);
+- **said**: a logistic model over the word features gives the probability that the
+  word was said at all. The experts score a missed word 0, so a word's accuracy is
+  that probability times the prediction for a said word, and the total is scaled
+  by the expected share of words said. Phones keep the network's judgement of the
+  sound (scaling them as well cost 0.04 of phone PCC on the train folds).
+  ``is_matched`` is this probability at ``matched_above`` or more (chosen so that
+  3 % of the words the experts rate 8-10 fall below it on the train folds).
+
+Predictions become 0-100 scores by a monotone piecewise-linear map whose knots
+place the spec's bands on the experts' scale (see :class:`Bands`).
+Everything here is numpy; :func:`fit_network` alone needs scipy (imported when called).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Final
+
+import numpy as np
+
+from learnloop.voice.calibration import CALIBRATION, Calibration
+from learnloop.voice.evidence import Evidence
+from learnloop.voice.gop import SCORING_PHONES
+from learnloop.voice.phonemes import PHONES, VOWELS
+
+__all__ = [
+    "Assessor",
+    "Bands",
+    "Judgement",
+    "Linear",
+    "Network",
+    "default_assessor",
+    "fit_linear",
+    "fit_logistic",
+    "fit_network",
+    "phone_features",
+    "utterance_features",
+    "word_features",
+]
+
+_ROW: Final = {p: i for i, p in enumerate(PHONES)}
+_LLR_CLIP: Final = 10.0
+_MATCH_CLIP: Final = -10.0
+_PAUSE_FRAMES: Final = 30  # 300 ms: a long pause between words
+
+
+def _zs(ev: Evidence, calibration: Calibration) -> np.ndarray:
+    return np.array([calibration.normalised_gop(g.phone, g.llr) for g in ev.gops], dtype=np.float64)
+
+
+def phone_features(ev: Evidence, calibration: Calibration = CALIBRATION) -> np.ndarray:
+    """One row per aligned phone (``ev.gops`` order): its calibrated and raw GOP, duration,
+    own fit, place in the word, neighbours' GOP, the word's and the utterance's GOP, the
+    speech rate, its ratios against every candidate (clipped) and its identity (one-hot)."""
+    n = len(ev.gops)
+    if n == 0:
+        return np.zeros((0, 15 + len(SCORING_PHONES) + len(PHONES)))
+    z = _zs(ev, calibration)
+    gop = np.array([g.gop for g in ev.gops])
+    frames = np.array([max(1, g.end - g.start) for g in ev.gops], dtype=np.float64)
+    own = np.array([g.loglik for g in ev.gops]) / frames
+    word = np.array([g.word for g in ev.gops])
+    index = np.array([g.index for g in ev.gops])
+    length = np.array([len(ev.pronunciations[w]) for w in word], dtype=np.float64)
+    same_prev = np.r_[False, word[1:] == word[:-1]]
+    same_next = np.r_[word[:-1] == word[1:], False]
+    prev_z = np.where(same_prev, np.r_[0.0, z[:-1]], 0.0)
+    next_z = np.where(same_next, np.r_[z[1:], 0.0], 0.0)
+    words, inverse = np.unique(word, return_inverse=True)
+    word_z = np.bincount(inverse, z) / np.bincount(inverse)
+    match = np.maximum(np.array([ev.word_match[w] for w in words]), _MATCH_CLIP)
+    rate = 100.0 * n / max(ev.speech_frames, 1)
+    llr = np.clip(np.array([g.llr for g in ev.gops], dtype=np.float64), -_LLR_CLIP, _LLR_CLIP)
+    identity = np.zeros((n, len(PHONES)))
+    identity[np.arange(n), [_ROW[g.phone] for g in ev.gops]] = 1.0
+    vowel = np.array([g.phone in VOWELS for g in ev.gops], dtype=np.float64)
+    columns = [
+        z,
+        gop,
+        np.log(frames),
+        own,
+        (index == 0).astype(np.float64),
+        (index == length - 1).astype(np.float64),
+        length,
+        prev_z,
+        next_z,
+        word_z[inverse],
+        match[inverse],
+        np.full(n, z.mean()),
+        np.full(n, gop.mean()),
+        np.full(n, rate),
+        vowel,
+    ]
+    return np.column_stack([*columns, llr, identity])
+
+
+def _word_spans(ev: Evidence) -> list[tuple[int, int] | None]:
+    spans: list[tuple[int, int] | None] = [None] * len(ev.pronunciations)
+    for g in ev.gops:
+        found = spans[g.word]
+        spans[g.word] = (g.start, g.end) if found is None else (found[0], g.end)
+    return spans
+
+
+def word_features(ev: Evidence, phone_pred: np.ndarray) -> np.ndarray:
+    """One row per word of the phrase: its phones' predicted accuracy (mean, min), how
+    well its phones explain its audio, its length and duration, the utterance's mean."""
+    n_words = len(ev.pronunciations)
+    word = np.array([g.word for g in ev.gops], dtype=np.intp)
+    utt_mean = float(phone_pred.mean()) if len(phone_pred) else 0.0
+    rows = []
+    for w, span in enumerate(_word_spans(ev)):
+        mine = phone_pred[word == w]
+        frames = 0 if span is None else span[1] - span[0]
+        length = len(ev.pronunciations[w])
+        rows.append(
+            [
+                float(mine.mean()) if len(mine) else 0.0,
+                float(mine.min()) if len(mine) else 0.0,
+                max(float(ev.word_match[w]), _MATCH_CLIP),
+                float(length),
+                float(np.log1p(frames / max(length, 1))),
+                utt_mean,
+            ]
+        )
+    return np.array(rows, dtype=np.float64).reshape(n_words, 6)
+
+
+def utterance_features(ev: Evidence, phone_pred: np.ndarray, word_pred: np.ndarray) -> np.ndarray:
+    """One row: the phrase's phone and word predictions, how many words its phones explain,
+    and its timing (speech rate, long pauses between words, speech share)."""
+    spans = [s for s in _word_spans(ev) if s is not None]
+    gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+    long_pauses = sum(1 for g in gaps if g >= _PAUSE_FRAMES)
+    n_words = max(len(ev.pronunciations), 1)
+    match = np.maximum(np.array(ev.word_match, dtype=np.float64), _MATCH_CLIP)
+    row = [
+        float(phone_pred.mean()) if len(phone_pred) else 0.0,
+        float(phone_pred.min()) if len(phone_pred) else 0.0,
+        float(word_pred.mean()) if len(word_pred) else 0.0,
+        float(word_pred.min()) if len(word_pred) else 0.0,
+        float(match.mean()),
+        float(np.mean(match < -2.0)),
+        100.0 * len(ev.gops) / max(ev.speech_frames, 1),
+        long_pauses / n_words,
+        float(sum(gaps)) / max(ev.speech_frames, 1),
+        ev.speech_frames / max(ev.n_frames, 1),
+        float(np.log(n_words)),
+    ]
+    return np.array([row], dtype=np.float64)
+
+
+# -- models ------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Linear:
+    """``y = b + w . (x - mean) / sd``."""
+
+    mean: np.ndarray
+    sd: np.ndarray
+    weights: np.ndarray
+    bias: float
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return ((x - self.mean) / self.sd) @ self.weights + self.bias
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mean": _list(self.mean), "sd": _list(self.sd), "weights": _list(self.weights), "bias": self.bias}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Linear:
+        return cls(_array(d["mean"]), _array(d["sd"]), _array(d["weights"]), float(d["bias"]))
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """``y = b2 + w2 . tanh(W1 (x - mean) / sd + b1)``: one hidden layer."""
+
+    mean: np.ndarray
+    sd: np.ndarray
+    w1: np.ndarray
+    b1: np.ndarray
+    w2: np.ndarray
+    b2: float
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return np.tanh(((x - self.mean) / self.sd) @ self.w1 + self.b1) @ self.w2 + self.b2
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mean": _list(self.mean),
+            "sd": _list(self.sd),
+            "w1": _list(self.w1),
+            "b1": _list(self.b1),
+            "w2": _list(self.w2),
+            "b2": self.b2,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Network:
+        return cls(
+            _array(d["mean"]), _array(d["sd"]), _array(d["w1"]), _array(d["b1"]), _array(d["w2"]), float(d["b2"])
+        )
+
+
+def _list(a: np.ndarray) -> Any:
+    return np.asarray(a, dtype=np.float64).round(6).tolist()
+
+
+def _array(v: Any) -> np.ndarray:
+    out = np.asarray(v, dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
+def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = x.mean(axis=0)
+    sd = x.std(axis=0)
+    return mean, np.where(sd > 1e-9, sd, 1.0)
+
+
+def fit_linear(x: np.ndarray, y: np.ndarray, *, ridge: float = 1.0) -> Linear:
+    """Ridge regression on standardised columns (the bias is not penalised)."""
+    mean, sd = _standardise(x)
+    z = (x - mean) / sd
+    a = z.T @ z + ridge * np.eye(z.shape[1])
+    weights = np.linalg.solve(a, z.T @ (y - y.mean()))
+    return Linear(mean, sd, weights, float(y.mean()))
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, *, ridge: float = 1.0, iterations: int = 50) -> Linear:
+    """Logistic regression (Newton steps, ``ridge`` on the standardised weights): a
+    :class:`Linear` giving the log-odds of ``y`` = 1."""
+    mean, sd = _standardise(x)
+    z = np.column_stack([np.ones(len(x)), (x - mean) / sd])
+    w = np.zeros(z.shape[1])
+    penalty = ridge * np.eye(z.shape[1])
+    penalty[0, 0] = 0.0
+    for _ in range(iterations):
+        p = _sigmoid(z @ w)
+        grad = z.T @ (p - y) + penalty @ w
+        hess = (z * (p * (1 - p))[:, None]).T @ z + penalty
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return Linear(mean, sd, w[1:], float(w[0]))
+
+
+def _sigmoid(v: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(v, -50.0, 50.0)))
+
+
+def fit_network(
+    x: np.ndarray, y: np.ndarray, *, hidden: int = 16, l2: float = 1e-3, iterations: int = 300, seed: int = 0
+) -> Network:
+    """Squared error plus ``l2`` times the squared weights, minimised by L-BFGS."""
+    from scipy.optimize import minimize
+
+    mean, sd = _standardise(x)
+    z = (x - mean) / sd
+    n, p = z.shape
+    rng = np.random.default_rng(seed)
+    cut = (p * hidden, p * hidden + hidden, p * hidden + 2 * hidden)
+
+    def unpack(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        return theta[: cut[0]].reshape(p, hidden), theta[cut[0] : cut[1]], theta[cut[1] : cut[2]], float(theta[-1])
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w1, b1, w2, b2 = unpack(theta)
+        h = np.tanh(z @ w1 + b1)
+        err = h @ w2 + b2 - y
+        value = float(np.mean(err**2) + l2 * (np.sum(w1**2) + np.sum(w2**2)))
+        g = 2.0 * err / n
+        gh = np.outer(g, w2) * (1.0 - h**2)
+        grad = np.concatenate([(z.T @ gh + 2 * l2 * w1).ravel(), gh.sum(0), h.T @ g + 2 * l2 * w2, [g.sum()]])
+        return value, grad
+
+    start = np.concatenate(
+        [rng.normal(0.0, p**-0.5, p * hidden), np.zeros(hidden), rng.normal(0.0, hidden**-0.5, hidden), [y.mean()]]
+    )
+    found = minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": iterations})
+    w1, b1, w2, b2 = unpack(found.x)
+    return Network(mean, sd, w1, b1, w2, b2)
+
+
+@dataclass(frozen=True)
+class Bands:
+    """Where the spec's band edges (60, 80, 90) fall on the experts' scale, per level.
+
+    ``phone``: the predicted phone accuracies (0-2) that map to 60, 80 and 90; a
+    word's and the phrase's predictions (0-10) map linearly (``10 x``). Between
+    knots the map is linear, with 0 -> 0 and 2 -> 100 at the ends.
+    """
+
+    phone: tuple[float, float, float]
+
+    def phone_score(self, accuracy: np.ndarray) -> np.ndarray:
+        knots_x = [0.0, *self.phone, 2.0]
+        knots_y = [0.0, 60.0, 80.0, 90.0, 100.0]
+        return np.rint(np.interp(accuracy, knots_x, knots_y)).astype(int)
+
+    @staticmethod
+    def ten_point_score(value: np.ndarray) -> np.ndarray:
+        return np.rint(np.clip(10.0 * np.asarray(value, dtype=np.float64), 0.0, 100.0)).astype(int)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The model's judgements of one utterance: expert-scale predictions and 0-100 scores."""
+
+    phone_accuracy: np.ndarray  # per aligned phone (0-2)
+    word_accuracy: np.ndarray  # per word of the phrase (0-10)
+    total: float  # the phrase (0-10)
+    said: np.ndarray  # per word: the probability that it was said at all
+    phone_scores: np.ndarray
+    word_scores: np.ndarray
+    overall_score: int
+
+
+@dataclass(frozen=True, eq=False)
+class Assessor:
+    """The three stages and the bands (see the module's docstring)."""
+
+    phone: Network
+    word: Linear
+    utterance: Linear
+    bands: Bands
+    said: Linear
+    matched_above: float = 0.5  # is_matched: the probability that the word was said is at least this
+    calibration: Calibration = CALIBRATION
+
+    def judge(self, ev: Evidence) -> Judgement:
+        """The judgements of one utterance (see the module's docstring)."""
+        if ev.gops:
+            phone_acc = np.clip(self.phone(phone_features(ev, self.calibration)), 0.0, 2.0)
+        else:
+            phone_acc = np.zeros(0)
+        features = word_features(ev, phone_acc)
+        word_acc = np.clip(self.word(features), 0.0, 10.0)
+        said = _sigmoid(self.said(features))
+        aligned = np.zeros(len(ev.pronunciations), dtype=bool)
+        aligned[[g.word for g in ev.gops]] = True
+        said = np.where(aligned, said, 0.0)  # a word with no aligned phone was not heard
+        total = float(np.clip(self.utterance(utterance_features(ev, phone_acc, word_acc))[0], 0.0, 10.0))
+        total = total * float(said.mean()) if ev.gops else 0.0
+        word_acc = said * word_acc
+        return Judgement(
+            phone_acc,
+            word_acc,
+            total,
+            said,
+            self.bands.phone_score(phone_acc),
+            Bands.ten_point_score(word_acc),
+            int(Bands.ten_point_score(np.array([total]))[0]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": "fitted on the speechocean762 train split (Zhang et al., 2021; CC BY 4.0)",
+            "phone_features": 15 + len(SCORING_PHONES) + len(PHONES),
+            "phones": list(PHONES),
+            "candidates": list(SCORING_PHONES),
+            "phone": self.phone.to_dict(),
+            "word": self.word.to_dict(),
+            "utterance": self.utterance.to_dict(),
+            "bands": {"phone": list(self.bands.phone)},
+            "said": self.said.to_dict(),
+            "matched_above": round(self.matched_above, 4),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], calibration: Calibration = CALIBRATION) -> Assessor:
+        if d.get("phones") != list(PHONES) or d.get("candidates") != list(SCORING_PHONES):
+            raise ValueError("assessment model does not match the phone set")
+        phone = Network.from_dict(d["phone"])
+        if phone.w1.shape[0] != d.get("phone_features"):
+            raise ValueError("assessment model does not match the phone features")
+        knots = tuple(float(v) for v in d["bands"]["phone"])
+        if len(knots) != 3 or not 0.0 < knots[0] < knots[1] < knots[2] < 2.0:
+            raise ValueError(f"phone band knots must rise within (0, 2), not {knots}")
+        word, utterance = Linear.from_dict(d["word"]), Linear.from_dict(d["utterance"])
+        said = Linear.from_dict(d["said"])
+        matched_above = float(d["matched_above"])
+        if not 0.0 < matched_above < 1.0:
+            raise ValueError(f"matched_above must lie in (0, 1), not {matched_above}")
+        return cls(phone, word, utterance, Bands(knots), said, matched_above, calibration)
+
+    def save(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, separators=(",", ":"))
+
+
+@cache
+def default_assessor() -> Assessor:
+    """The shipped model (``assessment.json``), loaded once."""
+    text = resources.files("learnloop.voice").joinpath("assessment.json").read_text(encoding="utf-8")
+    return Assessor.from_dict(json.loads(text))
+
+
+def stack(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """Row blocks of several utterances as one matrix."""
+    return np.concatenate([r for r in rows if len(r)], axis=0)
