@@ -70,19 +70,24 @@ def _worker_init() -> None:
 
 
 def _one(args: tuple[str, str, list[str], list[list[str]]]) -> tuple[str, dict[str, object] | None]:
+    utt, path, words, phones = args
+    return utt, serialise(Path(path).read_bytes(), words, phones)
+
+
+def serialise(audio: bytes, words: list[str], phones: list[list[str]]) -> dict[str, object]:
+    """The scorer's evidence of ``audio`` against ``words`` said as ``phones``, as JSON-ready values."""
     from learnloop.voice import PronunciationScorer
     from learnloop.voice.gop import SCORING_PHONES
 
-    utt, path, words, phones = args
     scorer = PronunciationScorer()
     try:
-        ev = scorer.evidence(Path(path).read_bytes(), " ".join(words), pronunciations=phones)
+        ev = scorer.evidence(audio, " ".join(words), pronunciations=phones)
     except Exception as exc:  # reported, counted, never silently dropped
-        return utt, {"error": f"{type(exc).__name__}: {exc}"}
+        return {"error": f"{type(exc).__name__}: {exc}"}
     assert len(SCORING_PHONES) == 40
     rows = [(g.word, g.index, g.start, g.end, g.gop, g.loglik, list(g.llr), g.sounds_like) for g in ev.gops]
     segs = [] if ev.alignment is None else [(p.word, p.start, p.end) for p in ev.alignment.phones]
-    return utt, {
+    return {
         "pron": [list(p) for p in ev.pronunciations],
         "rows": rows,
         "segs": segs,
@@ -164,37 +169,39 @@ def evidence(root: Path, split: str, *, workers: int = 2) -> dict[str, dict[str,
 
 def evidences(root: Path, split: str) -> dict[str, object]:
     """The cached evidence of ``split`` as :class:`~learnloop.voice.evidence.Evidence` objects."""
+    return {utt: to_evidence(utt, raw) for utt, raw in evidence(root, split).items()}
+
+
+def to_evidence(utt: str, raw: dict[str, object]) -> object:
+    """An :class:`~learnloop.voice.evidence.Evidence` back from :func:`serialise`'s values."""
     from learnloop.voice.alignment import AlignedPhone, Alignment
     from learnloop.voice.evidence import Evidence
     from learnloop.voice.gop import PhoneGop
 
-    out: dict[str, object] = {}
-    for utt, raw in evidence(root, split).items():
-        if "error" in raw:
-            raise RuntimeError(f"{utt}: {raw['error']}")
-        pron = [tuple(p) for p in raw["pron"]]  # type: ignore[union-attr]
-        gops = tuple(
-            PhoneGop(pron[w][i], w, i, s, e, gop, like, ll, tuple(llr))
-            for w, i, s, e, gop, ll, llr, like in raw["rows"]  # type: ignore[union-attr]
-        )
-        by_start = {g.start: g for g in gops}
-        phones = []
-        for w, s, e in raw["segs"]:  # type: ignore[union-attr]
-            g = by_start.get(s) if w >= 0 else None
-            name, index = (g.phone, g.index) if g is not None else ("SIL", 0)
-            phones.append(AlignedPhone(name, w, index, s, e, 0.0, -1))
-        alignment = None
-        if raw["align_ll"] is not None:
-            alignment = Alignment(tuple(phones), (0,) * len(pron), float(raw["align_ll"]), int(raw["n_frames"]))  # type: ignore[arg-type]
-        out[utt] = Evidence(
-            tuple(pron),
-            alignment,
-            gops,
-            tuple(-np.inf if m <= -1e9 else m for m in raw["match"]),  # type: ignore[union-attr]
-            int(raw["speech_frames"]),  # type: ignore[arg-type]
-            int(raw["n_frames"]),  # type: ignore[arg-type]
-        )
-    return out
+    if "error" in raw:
+        raise RuntimeError(f"{utt}: {raw['error']}")
+    pron = [tuple(p) for p in raw["pron"]]  # type: ignore[attr-defined]
+    gops = tuple(
+        PhoneGop(pron[w][i], w, i, s, e, gop, like, ll, tuple(llr))
+        for w, i, s, e, gop, ll, llr, like in raw["rows"]  # type: ignore[attr-defined]
+    )
+    by_start = {g.start: g for g in gops}
+    phones = []
+    for w, s, e in raw["segs"]:  # type: ignore[attr-defined]
+        g = by_start.get(s) if w >= 0 else None
+        name, index = (g.phone, g.index) if g is not None else ("SIL", 0)
+        phones.append(AlignedPhone(name, w, index, s, e, 0.0, -1))
+    alignment = None
+    if raw["align_ll"] is not None:
+        alignment = Alignment(tuple(phones), (0,) * len(pron), float(raw["align_ll"]), int(raw["n_frames"]))  # type: ignore[arg-type]
+    return Evidence(
+        tuple(pron),
+        alignment,
+        gops,
+        tuple(-np.inf if m <= -1e9 else m for m in raw["match"]),  # type: ignore[attr-defined]
+        int(raw["speech_frames"]),  # type: ignore[call-overload]
+        int(raw["n_frames"]),  # type: ignore[call-overload]
+    )
 
 
 def phone_labels(labels: dict[str, dict], utt: str, ev: object) -> np.ndarray:

@@ -136,6 +136,7 @@ class Example:
     llr: tuple[float, ...]
     sounds_like: str
     correct: bool
+    accuracy: float = float("nan")  # the scoring model's predicted expert accuracy (0-2), when judged
 
 
 def _heard(phones: list[str], i: int, sub: str, voice: str) -> bool:
@@ -177,6 +178,7 @@ def labelled_examples(
     per_word: int = 1,
     corrected: bool = True,
     reference: list[tuple[str, str, PhoneGop]] | None = None,
+    judge: bool = False,
 ) -> list[Example]:
     """Correct and substituted examples.
 
@@ -193,6 +195,17 @@ def labelled_examples(
         alignment = align(model, utt.features, [[tuple(phones)]])
         return None if alignment is None else phone_gops(model, utt.features, alignment)
 
+    def judged(said: list[str], phones: list[str]) -> np.ndarray | None:
+        """The scoring model's phone accuracies of the word said as ``said`` (``judge``: with the model)."""
+        if not judge:
+            return None
+        stress = default_stress(phones) if corrected else None
+        audio = synthesize(espeak_phonemes(said, stress=stress), voice=voice)
+        ev = scorer.evidence(audio, word, pronunciations=[phones])
+        if len(ev.gops) != len(phones):
+            return None
+        return scorer.assessor.judge(ev).phone_accuracy
+
     for voice in voices:
         for word in words:
             phones = list(lexicon.pronunciations(word)[0])
@@ -200,15 +213,18 @@ def labelled_examples(
                 phones, rng, count=per_word, voice=voice, key=f"{seed}:{voice}:{word}", corrected=corrected
             )
             good = gops_of(phones, phones)
+            good_acc = judged(phones, phones)
             if good is not None and reference is not None:
                 reference.extend((voice, word, g) for g in good)
             for i, sub in subs:
-                bad = gops_of([*phones[:i], sub, *phones[i + 1 :]], phones)
-                for gops, said, correct in ((good, phones[i], True), (bad, sub, False)):
+                swapped = [*phones[:i], sub, *phones[i + 1 :]]
+                bad, bad_acc = gops_of(swapped, phones), judged(swapped, phones)
+                for gops, acc, said, correct in ((good, good_acc, phones[i], True), (bad, bad_acc, sub, False)):
                     if gops is None:
                         continue
                     g = gops[i]
-                    out.append(Example(voice, word, phones[i], said, g.gop, g.llr, g.sounds_like, correct))
+                    a = float("nan") if acc is None else float(acc[i])
+                    out.append(Example(voice, word, phones[i], said, g.gop, g.llr, g.sounds_like, correct, a))
     return out
 
 
@@ -281,7 +297,7 @@ def main() -> None:
 
     load, spent, audio_s = real_time_factor(RTF_PHRASES)  # first: the model load is timed cold
     t0 = time.perf_counter()
-    examples = labelled_examples(EVALUATION_WORDS, voices, corrected=not args.original_protocol)
+    examples = labelled_examples(EVALUATION_WORDS, voices, corrected=not args.original_protocol, judge=True)
     elapsed = time.perf_counter() - t0
     ok = [e for e in examples if e.correct]
     bad = [e for e in examples if not e.correct]
@@ -296,6 +312,20 @@ def main() -> None:
     )
     print(f"AUC calibrated score: {auc(score(ok), score(bad)):.3f}")
     print(f"AUC raw GOP:          {auc([e.gop for e in ok], [e.gop for e in bad]):.3f}")
+    judged_ok = [e for e in ok if np.isfinite(e.accuracy)]
+    judged_bad = [e for e in bad if np.isfinite(e.accuracy)]
+    model_ok = np.array([e.accuracy for e in judged_ok])
+    model_bad = np.array([e.accuracy for e in judged_bad])
+    bands = PronunciationScorer().assessor.bands
+    print(
+        f"AUC scoring model (the product's phone score): {auc(model_ok, model_bad):.3f} "
+        f"({len(judged_ok)} correct, {len(judged_bad)} substituted judged); correct phones < 60: "
+        f"{np.mean(bands.phone_score(model_ok) < 60):.1%}, substituted < 60: {np.mean(bands.phone_score(model_bad) < 60):.0%}"
+    )
+    for v in voices:
+        o = np.array([e.accuracy for e in judged_ok if e.voice == v])
+        b = np.array([e.accuracy for e in judged_bad if e.voice == v])
+        print(f"  {v:12s} scoring-model AUC {auc(o, b):.3f}")
     for v in voices:
         o = [e for e in ok if e.voice == v]
         b = [e for e in bad if e.voice == v]

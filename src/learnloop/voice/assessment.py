@@ -6,7 +6,8 @@ Three stages, each fed by the one before:
 
 - **phone**: a one-hidden-layer network (tanh) over the evidence of a phone and its
   surroundings (:func:`phone_features`) predicts the experts' phone accuracy on
-  their 0-2 scale (2 correct, 1 heavy accent, 0 wrong or missed);
+  their 0-2 scale (2 correct, 1 heavy accent, 0 wrong or missed); it also learns
+  from labelled espeak-ng words said right and with one phone substituted;
 - **word**: a linear model over the word's phone predictions and its own evidence
   (:func:`word_features`) predicts the word accuracy (0-10);
 - **utterance**: a linear model over the phrase's phone and word predictions and
