@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -327,3 +329,31 @@ def test_single_answers_leave_learn_where_it_started() -> None:
     model = BKT(n_restarts=1, seed=0).fit(seqs)
     assert model.params_[1, 1] == 0.15  # the starting point's learn, untouched
     assert model.params_[0, 1] != 0.15
+
+
+def test_a_belief_kept_as_log_odds_follows_the_exact_filter_over_a_long_history() -> None:
+    from decimal import Decimal, getcontext
+
+    from learnloop.tracing import BKTParams, bkt_p_correct, bkt_step
+
+    getcontext().prec = 80
+    params = BKTParams(prior=0.3, learn=0.15, guess=0.2, slip=1e-4)
+    answers = [1] * 40 + [0] * 8 + [1, 0] * 10 + [1] * 200 + [0] * 3
+    # the exact forward filter, in 80-digit decimals
+    prior, learn, guess, slip = (Decimal(repr(v)) for v in (params.prior, params.learn, params.guess, params.slip))
+    k, exact = prior, []
+    for o in answers:
+        exact.append(float(k * (1 - slip) + (1 - k) * guess))
+        lik_k, lik_u = (1 - slip, guess) if o else (slip, 1 - guess)
+        post = k * lik_k / (k * lik_k + (1 - k) * lik_u)
+        k = post + (1 - post) * learn
+    z, as_logit = math.log(0.3 / 0.7), []
+    p, as_probability = 0.3, []
+    for o in answers:
+        as_logit.append(float(bkt_p_correct(z, params, logit=True)))
+        as_probability.append(float(bkt_p_correct(p, params)))
+        z = float(bkt_step(z, o, params, logit=True))
+        p = float(bkt_step(p, o, params))
+    np.testing.assert_allclose(as_logit, exact, rtol=1e-9, atol=1e-12)
+    # held as a probability, the belief saturated at 1 and missed the recovery after the wrong answers
+    assert max(abs(a - b) for a, b in zip(as_probability, exact)) > 0.5

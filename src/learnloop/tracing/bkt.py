@@ -80,24 +80,55 @@ class BKTParams:
         return np.array([self.prior, self.learn, self.guess, self.slip, self.forget])
 
 
-def bkt_p_correct(p_known: ArrayLike, params: BKTParams) -> FloatArray:
-    """P(next attempt correct) = k (1 - slip) + (1 - k) guess."""
+def bkt_p_correct(p_known: ArrayLike, params: BKTParams, *, logit: bool = False) -> FloatArray:
+    """P(next attempt correct) = k (1 - slip) + (1 - k) guess.
+
+    ``logit=True``: ``p_known`` holds the log-odds of P(known) (see :func:`bkt_step`).
+    """
+    if logit:
+        z = np.asarray(p_known, dtype=np.float64)
+        return _sigmoid(z) * (1.0 - params.slip) + _sigmoid(-z) * params.guess
     k = np.asarray(p_known, dtype=np.float64)
     return k * (1.0 - params.slip) + (1.0 - k) * params.guess
 
 
-def bkt_step(p_known: ArrayLike, correct: ArrayLike, params: BKTParams) -> FloatArray:
+def bkt_step(p_known: ArrayLike, correct: ArrayLike, params: BKTParams, *, logit: bool = False) -> FloatArray:
     """Condition P(known) on one observed answer, then apply one transition.
 
     Works element-wise on arrays (one belief per learner).
+
+    ``logit=True``: ``p_known`` and the result are the log-odds of P(known). Use
+    it for a belief kept across a long history: held as a probability, a belief
+    reaches exactly 1.0 after a long run of correct answers when ``forget`` is 0
+    (1 - P(known) falls below what a float64 near 1 resolves), and from then on no
+    wrong answer can lower it, while the exact filter recovers after a few. Log-odds
+    keep both tails.
+
+    >>> params = BKTParams(prior=0.3, learn=0.2, guess=0.2, slip=0.1)
+    >>> z = bkt_step(math.log(0.3 / 0.7), 1, params, logit=True)
+    >>> round(float(1.0 / (1.0 + math.exp(-z))), 4)
+    0.7268
     """
-    k = np.asarray(p_known, dtype=np.float64)
     o = np.asarray(correct, dtype=np.float64)
     e_k = params.slip + o * (1.0 - 2.0 * params.slip)
     e_u = (1.0 - params.guess) + o * (2.0 * params.guess - 1.0)
+    if logit:
+        post = np.asarray(p_known, dtype=np.float64) + np.log(e_k) - np.log(e_u)
+        known, unknown = _sigmoid(post), _sigmoid(-post)
+        # after the transition: k' = post (1 - forget) + (1 - post) learn, and 1 - k' likewise
+        stays = known * (1.0 - params.forget) + unknown * params.learn
+        leaves = unknown * (1.0 - params.learn) + known * params.forget
+        return np.log(stays) - np.log(leaves)
+    k = np.asarray(p_known, dtype=np.float64)
     num = k * e_k
-    post = num / (num + (1.0 - k) * e_u)
-    return post * (1.0 - params.forget) + (1.0 - post) * params.learn
+    post_k = num / (num + (1.0 - k) * e_u)
+    return post_k * (1.0 - params.forget) + (1.0 - post_k) * params.learn
+
+
+def _sigmoid(z: np.ndarray) -> FloatArray:
+    """1 / (1 + exp(-z)), accurate in both tails."""
+    out: FloatArray = np.exp(-np.logaddexp(0.0, -z))
+    return out
 
 
 @dataclass(frozen=True, eq=False)

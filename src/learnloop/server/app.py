@@ -1,0 +1,335 @@
+"""The ASGI application: learning API v1, v2 and the voice API over one engine.
+
+Each request is handed to a façade's ``handle`` as it arrived: the method, the
+path as sent (still percent-encoded, relative to where the application is
+mounted), the query parameters, the headers and the body bytes (the voice
+API's ``multipart/form-data`` parsed by Starlette into fields and file bytes).
+The façade's :class:`~learnloop._http.ApiResponse` goes back as JSON. Façade
+calls run in worker threads, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+from urllib.parse import quote, unquote
+
+import anyio
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route, request_response
+from starlette.types import Message, Receive
+
+from learnloop._http import ApiResponse, error_response
+from learnloop.api import V1Api, V2Api
+from learnloop.api.v1 import DEFAULT_ERROR_LINK
+from learnloop.engine import Engine
+from learnloop.server.keys import Keys
+from learnloop.voice import VoiceApi
+
+__all__ = ["BodyLimits", "JsonFacade", "FormFacade", "create_app"]
+
+log = logging.getLogger("learnloop.server")
+
+_FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
+_PATH_SAFE = "/!$&'()*+,;=:@-._~"
+_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
+
+
+class JsonFacade(Protocol):
+    """What serves a JSON contract: :class:`~learnloop.api.V1Api` or :class:`~learnloop.api.V2Api`."""
+
+    def handle(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str | list[str]] | None = None,
+        body: bytes | str | Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> ApiResponse: ...
+
+
+class FormFacade(Protocol):
+    """What serves the voice contract: :class:`~learnloop.voice.VoiceApi`."""
+
+    def handle(
+        self,
+        method: str,
+        path: str,
+        *,
+        form: Mapping[str, str | Sequence[str]] | None = None,
+        files: Mapping[str, bytes] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> ApiResponse: ...
+
+
+@dataclass(frozen=True)
+class BodyLimits:
+    """The most bytes of a request body the server reads, per contract.
+
+    v1 refuses any body over 16 KB itself (with the size in its message); the
+    server reads up to ``v1`` bytes so that it can say so, and answers 400
+    beyond. Beyond ``v2`` or ``voice`` bytes the answer is 413. Every refusal
+    has the contract's error body.
+    """
+
+    v1: int = 1 << 20
+    v2: int = 64 << 20
+    voice: int = 32 << 20
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _capped(receive: Receive, limit: int) -> Receive:
+    """``receive`` that raises :class:`_TooLarge` once the body passes ``limit`` bytes."""
+    seen = 0
+
+    async def wrapped() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise _TooLarge
+        return message
+
+    return wrapped
+
+
+def _declared_too_large(request: Request, limit: int) -> bool:
+    declared = request.headers.get("content-length", "")
+    return declared.isdigit() and int(declared) > limit
+
+
+def _facade_path(request: Request, prefix: str) -> str:
+    """The path as sent (percent-encoding kept), relative to where the application is mounted.
+
+    ``prefix`` is the mount point of the façade inside this application
+    (``/v1``): Starlette's ``root_path`` ends with it.
+    """
+    scope = request.scope
+    root: str = scope.get("root_path", "")
+    root = root[: -len(prefix)] if root.endswith(prefix) else root
+    path: str = scope["path"]
+    path = path[len(root) :] if root and path.startswith(root) else path
+    raw = scope.get("raw_path")
+    if isinstance(raw, bytes):
+        text = raw.decode("utf-8", "surrogateescape")
+        if text.startswith(root) and unquote(text[len(root) :], errors="surrogateescape") == path:
+            return text[len(root) :]
+    return quote(path, safe=_PATH_SAFE)
+
+
+def _headers(request: Request) -> dict[str, str]:
+    """The request's headers by (lower-case) name; a repeated header's values joined by ", "."""
+    out: dict[str, str] = {}
+    for name, value in request.headers.items():
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def _query(request: Request) -> dict[str, str | list[str]]:
+    out: dict[str, list[str]] = {}
+    for name, value in request.query_params.multi_items():
+        out.setdefault(name, []).append(value)
+    return dict(out)
+
+
+def _response(answer: ApiResponse) -> Response:
+    headers = dict(answer.headers)
+    if answer.body is None:
+        return Response(status_code=answer.status, headers=headers)
+    return Response(answer.json().encode("utf-8"), answer.status, headers, media_type="application/json")
+
+
+class _Errors:
+    """The error body of one contract, for what the server itself refuses."""
+
+    def __init__(self, shape: Literal["error", "errors"], link: str | None) -> None:
+        self.shape = shape
+        self.link = link
+
+    def __call__(self, status: int, problem: str) -> Response:
+        link = None if self.link is None else self.link.format(status=status)
+        return _response(error_response(status, [problem], shape=self.shape, link=link))
+
+
+async def _answer(errors: _Errors, name: str, call: Callable[[], Awaitable[ApiResponse]]) -> Response:
+    try:
+        return _response(await call())
+    except Exception:
+        log.exception("%s: the façade failed on a request", name)
+        return errors(500, "internal server error; retry later")
+
+
+def _json_route(
+    prefix: str, facade: JsonFacade, errors: _Errors, limit: int
+) -> Callable[[Request], Awaitable[Response]]:
+    name = prefix.strip("/")
+    over = 400 if name == "v1" else 413
+
+    async def endpoint(request: Request) -> Response:
+        too_large = errors(over, f"the request body is larger than {limit} bytes, the most this server reads")
+        if _declared_too_large(request, limit):
+            return too_large
+        try:
+            body = await Request(request.scope, _capped(request.receive, limit)).body()
+        except _TooLarge:
+            return too_large
+        except ClientDisconnect:
+            return errors(400, "the client disconnected before the end of the body")
+        method, path, query, headers = request.method, _facade_path(request, prefix), _query(request), _headers(request)
+
+        async def call() -> ApiResponse:
+            return await run_in_threadpool(facade.handle, method, path, query=query, body=body, headers=headers)
+
+        return await _answer(errors, name, call)
+
+    return endpoint
+
+
+def _voice_route(
+    prefix: str, facade: FormFacade, errors: _Errors, limit: int
+) -> Callable[[Request], Awaitable[Response]]:
+    # scoring is CPU-bound: at most one per core at a time (other requests wait in their threads)
+    slots = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+
+    def scored(method: str, path: str, form: dict[str, list[str]], files: dict[str, bytes], headers: Any) -> Any:
+        with slots:
+            return facade.handle(method, path, form=form, files=files, headers=headers)
+
+    async def endpoint(request: Request) -> Response:
+        too_large = errors(413, f"the request body is larger than {limit} bytes, the most this server reads")
+        if _declared_too_large(request, limit):
+            return too_large
+        capped = Request(request.scope, _capped(request.receive, limit))
+        form: dict[str, list[str]] = {}
+        uploads: dict[str, list[bytes]] = {}
+        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if request.method == "POST" and media_type in _FORM_TYPES:
+            try:
+                async with capped.form(max_files=8, max_fields=64) as data:
+                    for field, value in data.multi_items():
+                        if isinstance(value, UploadFile):
+                            uploads.setdefault(field, []).append(await value.read())
+                        else:
+                            form.setdefault(field, []).append(value)
+            except _TooLarge:
+                return too_large
+            except (MultiPartException, HTTPException) as exc:
+                detail = exc.message if isinstance(exc, MultiPartException) else exc.detail
+                return errors(400, f"malformed {media_type} body: {detail}")
+            except ClientDisconnect:
+                return errors(400, "the client disconnected before the end of the body")
+        repeated = [f"file '{f}' must be given once, not {len(v)} times" for f, v in uploads.items() if len(v) > 1]
+        if repeated:
+            return errors(400, "; ".join(repeated))
+        files = {field: parts[0] for field, parts in uploads.items()}
+        method, path, headers = request.method, _facade_path(request, prefix), _headers(request)
+
+        async def call() -> ApiResponse:
+            answer: ApiResponse = await run_in_threadpool(scored, method, path, form, files, headers)
+            return answer
+
+        return await _answer(errors, "voice", call)
+
+    return endpoint
+
+
+def _unavailable(errors: _Errors, problem: str) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        return errors(503, problem)
+
+    return endpoint
+
+
+def _health_routes(engine: Engine, readiness_timeout: float) -> list[BaseRoute]:
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        try:
+            with anyio.fail_after(readiness_timeout):
+                # one read by primary key: the store answers, whatever it holds
+                await anyio.to_thread.run_sync(engine.store.get, "meta", "default", ("readyz",), abandon_on_cancel=True)
+        except TimeoutError:
+            problem = f"the store did not answer within {readiness_timeout:g} s"
+            return JSONResponse({"status": "unavailable", "detail": problem}, status_code=503)
+        except Exception as exc:
+            log.warning("readiness: the store is not reachable: %s", exc)
+            detail = f"the store is not reachable: {type(exc).__name__}"
+            return JSONResponse({"status": "unavailable", "detail": detail}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
+
+
+def _mount(prefix: str, endpoint: Callable[[Request], Awaitable[Response]]) -> list[BaseRoute]:
+    # every method reaches the façade, which answers 405 itself, in its own error shape
+    # (the prefix alone is a path too: the façade answers it with a 404)
+    return [Mount(prefix, app=request_response(endpoint)), Route(prefix, endpoint, methods=_METHODS)]
+
+
+def create_app(
+    engine: Engine,
+    *,
+    keys: Keys | None = None,
+    v1: JsonFacade | bool = True,
+    v2: JsonFacade | bool = True,
+    voice: FormFacade | bool = True,
+    body_limits: BodyLimits | None = None,
+    readiness_timeout: float = 2.0,
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
+) -> Starlette:
+    """A Starlette application serving the three contracts over ``engine``.
+
+    Learning API v1 is at ``/v1``, v2 at ``/v2``, the voice API at ``/api/v1``;
+    ``GET /healthz`` answers while the process is up, ``GET /readyz`` when the
+    store answers too (503 otherwise). ``keys`` gives the credentials of all
+    three (``None``: authentication off, every request belongs to the
+    application ``"default"``). Each of ``v1``, ``v2`` and ``voice`` is ``True``
+    (a façade made here over ``engine`` and ``keys``), ``False`` (not served) or
+    a façade of your own. Without the ``voice`` extra installed, the voice API
+    answers 503. The application may be mounted inside another one, e.g.
+    ``Mount("/learning", app=create_app(engine))``; it does not close
+    ``engine``.
+
+    >>> app = create_app(Engine(), voice=False)
+    >>> [route.path for route in app.routes]
+    ['/healthz', '/readyz', '/v1', '/v1', '/v2', '/v2']
+    """
+    keys = keys or Keys()
+    limits = body_limits or BodyLimits()
+    routes = _health_routes(engine, readiness_timeout)
+    if v1 is not False:
+        facade1: JsonFacade = V1Api(engine, keys.api_keys, key_expiry=keys.api_key_expiry) if v1 is True else v1
+        errors1 = _Errors("errors", getattr(facade1, "error_link", DEFAULT_ERROR_LINK))
+        routes.extend(_mount("/v1", _json_route("/v1", facade1, errors1, limits.v1)))
+    if v2 is not False:
+        facade2: JsonFacade = V2Api(engine, keys.api_keys) if v2 is True else v2
+        routes.extend(_mount("/v2", _json_route("/v2", facade2, _Errors("error", None), limits.v2)))
+    if voice is not False:
+        errors3 = _Errors("errors", None)
+        if voice is True and importlib.util.find_spec("pocketsphinx") is None:
+            hint = "the voice API needs the 'voice' extra: pip install 'learnloop[voice]'"
+            routes.extend(_mount("/api/v1", _unavailable(errors3, hint)))
+        else:
+            facade3: FormFacade = (
+                VoiceApi(api_keys=keys.api_keys, jwt_issuers=keys.jwt_issuers) if voice is True else voice
+            )
+            routes.extend(_mount("/api/v1", _voice_route("/api/v1", facade3, errors3, limits.voice)))
+    return Starlette(routes=routes, lifespan=lifespan)

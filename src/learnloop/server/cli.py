@@ -1,0 +1,285 @@
+"""The ``learnloop`` command: ``learnloop serve`` runs the three HTTP contracts under uvicorn.
+
+``python -m learnloop.server`` takes the same options as ``learnloop serve``.
+With ``--workers N`` (N > 1) uvicorn starts N processes; each builds its
+application with :func:`create_app_from_env` and opens its own engine on the
+same store, from settings the parent passes in the environment (the path of
+the keys file, never the keys themselves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+
+from learnloop import __version__
+from learnloop.engine import Engine
+from learnloop.server.app import create_app
+from learnloop.server.keys import Keys, KeysFileError
+from learnloop.sim import sample_course
+
+__all__ = ["Settings", "StoreUrlError", "create_app_from_env", "load_sample_course", "main", "open_engine"]
+
+DEFAULT_STORE = "sqlite:///learnloop.db"
+_ENV = {
+    "store": "LEARNLOOP_STORE",
+    "keys": "LEARNLOOP_KEYS",
+    "no_auth": "LEARNLOOP_NO_AUTH",
+    "seed": "LEARNLOOP_SEED",
+    "voice": "LEARNLOOP_VOICE",
+}
+
+
+class StoreUrlError(ValueError):
+    """A store URL that names no store learnloop can open."""
+
+
+def open_engine(url: str, *, seed: int | None = None) -> Engine:
+    """An engine on the store at ``url``.
+
+    ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or a bare
+    path: the SQLite store. ``memory://``: an in-memory store (one process
+    only). ``postgresql://...``: the PostgreSQL store, where this version of
+    learnloop has one.
+
+    >>> open_engine("memory://").store.__class__.__name__
+    'MemoryStore'
+    >>> open_engine("mysql://db/x")
+    Traceback (most recent call last):
+    ...
+    learnloop.server.cli.StoreUrlError: unknown store URL scheme 'mysql'; use sqlite:///path.db, postgresql://... or memory://
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        if not url.strip():
+            raise StoreUrlError("the store URL is empty")
+        return Engine.open(url, seed=seed)
+    scheme = scheme.lower()
+    if scheme == "memory":
+        return Engine(seed=seed)
+    if scheme == "sqlite":
+        if not rest.startswith("/") or len(rest) < 2:
+            raise StoreUrlError(
+                f"a SQLite URL is sqlite:///relative/path.db or sqlite:////absolute/path.db, not {url!r}"
+            )
+        return Engine.open(rest[1:], seed=seed)
+    if scheme in ("postgresql", "postgres"):
+        import importlib.util
+
+        if importlib.util.find_spec("learnloop.store.postgres") is None:
+            raise StoreUrlError("this version of learnloop has no PostgreSQL store; use sqlite:///path.db")
+        try:
+            return Engine.open(url, seed=seed)
+        except ImportError as exc:
+            raise StoreUrlError(
+                f"PostgreSQL needs the 'postgres' extra: pip install 'learnloop[postgres]' ({exc})"
+            ) from None
+    raise StoreUrlError(f"unknown store URL scheme {scheme!r}; use sqlite:///path.db, postgresql://... or memory://")
+
+
+def load_sample_course(engine: Engine, applications: Sequence[str]) -> list[str]:
+    """Load the sample course (:func:`learnloop.sim.sample_course`) for each application that has no catalog yet.
+
+    Returns the applications it was loaded for.
+    """
+    items, catalog = sample_course()
+    loaded = []
+    for app in applications:
+        if engine.catalog_ids(app=app):
+            continue
+        with engine.atomic():
+            engine.upsert_items(items, app=app)
+            engine.upsert_catalog(catalog, app=app)
+        loaded.append(app)
+    return loaded
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every worker needs to build its application (passed to workers in the environment)."""
+
+    store: str = DEFAULT_STORE
+    keys_file: Path | None = None
+    no_auth: bool = False
+    seed: int | None = None
+    voice: bool = True
+
+    def keys(self) -> Keys:
+        """The credentials: read from ``keys_file``, or none at all with ``no_auth``."""
+        if self.keys_file is None:
+            if not self.no_auth:
+                raise KeysFileError("no keys file: pass --keys keys.toml (or --no-auth to serve without credentials)")
+            return Keys()
+        return Keys.load(self.keys_file)
+
+    def to_env(self) -> dict[str, str]:
+        env = {_ENV["store"]: self.store, _ENV["voice"]: "1" if self.voice else "0"}
+        if self.keys_file is not None:
+            env[_ENV["keys"]] = str(self.keys_file.resolve())
+        if self.no_auth:
+            env[_ENV["no_auth"]] = "1"
+        if self.seed is not None:
+            env[_ENV["seed"]] = str(self.seed)
+        return env
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        seed = env.get(_ENV["seed"])
+        keys = env.get(_ENV["keys"])
+        return cls(
+            store=env.get(_ENV["store"], DEFAULT_STORE),
+            keys_file=Path(keys) if keys else None,
+            no_auth=env.get(_ENV["no_auth"]) == "1",
+            seed=int(seed) if seed else None,
+            voice=env.get(_ENV["voice"], "1") != "0",
+        )
+
+
+def _app(settings: Settings, keys: Keys, engine: Engine) -> Starlette:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            engine.close()
+
+    return create_app(engine, keys=keys, voice=settings.voice, lifespan=lifespan)
+
+
+def create_app_from_env() -> Starlette:
+    """An application from ``LEARNLOOP_*`` environment variables; it closes its engine at shutdown.
+
+    The factory of the worker processes (``uvicorn --factory
+    learnloop.server:create_app_from_env``): ``LEARNLOOP_STORE`` (a store URL),
+    ``LEARNLOOP_KEYS`` (the path of a keys file) or ``LEARNLOOP_NO_AUTH=1``,
+    optionally ``LEARNLOOP_SEED`` and ``LEARNLOOP_VOICE=0``.
+    """
+    settings = Settings.from_env(os.environ)
+    keys = settings.keys()
+    return _app(settings, keys, open_engine(settings.store, seed=settings.seed))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="learnloop", description="learnloop: an adaptive learning engine.")
+    parser.add_argument("--version", action="version", version=f"learnloop {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _serve_options(commands.add_parser("serve", help="serve learning API v1, v2 and the voice API over HTTP"))
+    return parser
+
+
+def _serve_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.description = (
+        "Serve learning API v1 (/v1), v2 (/v2) and the voice API (/api/v1) over one store, with uvicorn. "
+        "Health: GET /healthz (process up), GET /readyz (store reachable)."
+    )
+    parser.add_argument(
+        "--store", default=DEFAULT_STORE, help="sqlite:///path.db (default %(default)s), postgresql://..."
+    )
+    auth = parser.add_mutually_exclusive_group()
+    auth.add_argument("--keys", type=Path, help="TOML file of API keys and JWT issuers (see docs/deploy.md)")
+    auth.add_argument("--no-auth", action="store_true", help="serve without credentials (application 'default')")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
+    parser.add_argument("--port", type=int, default=8000, help="port to bind (default %(default)s)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default %(default)s)")
+    parser.add_argument("--demo", action="store_true", help="load the sample course for applications without one")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the engine's recommendations")
+    parser.add_argument("--no-voice", action="store_true", help="do not serve the voice API")
+    parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    return parser
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server (blocks until it is stopped)."""
+    if args.workers < 1:
+        return _fail("--workers must be at least 1")
+    settings = Settings(
+        store=args.store, keys_file=args.keys, no_auth=args.no_auth, seed=args.seed, voice=not args.no_voice
+    )
+    if settings.store.lower().startswith("memory:") and args.workers > 1:
+        return _fail("memory:// holds the state in one process; with several workers use sqlite:///path.db")
+    try:
+        keys = settings.keys()
+        engine = open_engine(settings.store, seed=settings.seed)
+    except (KeysFileError, StoreUrlError) as exc:
+        return _fail(str(exc))
+    if args.demo:
+        for app in load_sample_course(engine, keys.applications):
+            print(f"learnloop serve: the sample course is loaded for application {app!r}", file=sys.stderr)
+    base = f"http://{args.host}:{args.port}"
+    print(
+        f"learnloop serve: {base} on {settings.store}, {args.workers} worker(s), "
+        + (f"keys from {settings.keys_file}" if keys.authenticated else "no authentication")
+        + f"\n  learning API v1  {base}/v1\n  learning API v2  {base}/v2"
+        + ("" if args.no_voice else f"\n  voice API        {base}/api/v1")
+        + f"\n  health           {base}/healthz, {base}/readyz",
+        file=sys.stderr,
+        flush=True,
+    )
+    if args.workers == 1:
+        uvicorn.run(_app(settings, keys, engine), host=args.host, port=args.port, log_level=args.log_level)
+        return 0
+    engine.close()
+    os.environ.update(settings.to_env())
+    _run_workers(args.host, args.port, args.workers, args.log_level)
+    return 0
+
+
+class _TcpConfig(uvicorn.Config):
+    """uvicorn's configuration, binding a listening socket whose ``proto`` says TCP.
+
+    asyncio turns Nagle's algorithm off (``TCP_NODELAY``) only on accepted
+    sockets whose listening socket reports ``IPPROTO_TCP``. The socket uvicorn
+    binds for its workers reports 0, and every response (its head and its body
+    written apart) then waits for the client's delayed ACK: about 40 ms a
+    request on Linux instead of about one.
+    """
+
+    def bind_socket(self) -> socket.socket:
+        sock = super().bind_socket()
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.proto != socket.IPPROTO_TCP:
+            # the same descriptor, its family, type and protocol read back from it
+            sock = socket.socket(fileno=sock.detach())
+            sock.set_inheritable(True)
+        return sock
+
+
+def _run_workers(host: str, port: int, workers: int, log_level: str) -> None:
+    """``uvicorn.run("learnloop.server:create_app_from_env", factory=True, workers=N)``, on a TCP socket."""
+    from uvicorn.supervisors import Multiprocess
+
+    app = "learnloop.server:create_app_from_env"
+    config = _TcpConfig(app, factory=True, host=host, port=port, workers=workers, log_level=log_level)
+    sock = config.bind_socket()
+    supervisor: Any = Multiprocess
+    if "target" in inspect.signature(Multiprocess).parameters:  # uvicorn < 0.30
+        supervisor(config, target=uvicorn.Server(config).run, sockets=[sock]).run()  # pragma: no cover
+    else:
+        supervisor(config, sockets=[sock]).run()
+
+
+def _fail(message: str) -> int:
+    print(f"learnloop serve: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``learnloop`` console script."""
+    args = _parser().parse_args(argv)
+    return serve(args)
+
+
+def serve_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m learnloop.server``: the options of ``learnloop serve``."""
+    parser = _serve_options(argparse.ArgumentParser(prog="python -m learnloop.server"))
+    return serve(parser.parse_args(argv))
