@@ -232,11 +232,15 @@ def test_keys_open_all_three_contracts(serve: Any) -> None:
 
     keys = Keys(api_keys={"k-1": "app-1", "k-old": "app-1"}, api_key_expiry={"k-old": datetime(2000, 1, 1, tzinfo=UTC)})
     client = serve(create_app(Engine(), keys=keys))
-    for headers, v1, v2, voice in (({}, 401, 401, 401), (KEY, 200, 200, 200), ({"X-API-KEY": "k-old"}, 402, 200, 200)):
+    for headers, v1, v2, voice in (({}, 401, 401, 401), (KEY, 200, 200, 200), ({"X-API-KEY": "k-old"}, 402, 200, 402)):
         assert client.request("GET", "/v1/views", headers=headers).status_code == v1
         assert client.request("POST", "/v2/query-catalog-ids", json={}, headers=headers).status_code == v2
         r = client.request("POST", "/api/v1/syllables", data={"target_phrase": "hi"}, headers=headers)
         assert r.status_code == voice
+    # an expired key: the voice API's error body, as v1's (without v1's link)
+    detail = "the API key expired at 2000-01-01T00:00:00+00:00"
+    assert r.json() == {"errors": [{"status": 402, "detail": detail}]}
+    assert client.request("GET", "/v1/views", headers=headers).json()["errors"][0]["detail"] == detail
 
 
 def test_import_learnloop_does_not_import_the_server_dependencies() -> None:

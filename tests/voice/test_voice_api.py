@@ -6,6 +6,7 @@ import io
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 
 import av
 import jwt
@@ -151,6 +152,34 @@ def test_authentication(api: VoiceApi, rsa_keys: tuple[bytes, bytes, bytes]) -> 
     r = api.handle("POST", "/api/v1/syllables", form=body)
     assert r.body == {"errors": [{"status": 401, "detail": r.body["errors"][0]["detail"]}]}
     assert VoiceApi(api.scorer).handle("POST", "/api/v1/syllables", form=body).status == 200  # auth off
+
+
+def test_an_expired_api_key_is_402(api: VoiceApi, rsa_keys: tuple[bytes, bytes, bytes]) -> None:
+    now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    expiry = {"old": datetime(2026, 3, 1, 12, 0, tzinfo=UTC), "later": datetime(2026, 3, 2)}  # naive: UTC
+    voice = VoiceApi(
+        api.scorer,
+        api_keys={"old": "app-1", "later": "app-1"},
+        jwt_issuers={"issuer-1": rsa_keys[1]},
+        key_expiry=expiry,
+        clock=lambda: now,
+    )
+
+    def call(headers: dict[str, str]) -> tuple[int, object]:
+        r = voice.handle("POST", "/api/v1/syllables", form={"target_phrase": "hi"}, headers=headers)
+        return r.status, r.body
+
+    expired = {"errors": [{"status": 402, "detail": "the API key expired at 2026-03-01T12:00:00+00:00"}]}
+    assert call({"X-API-KEY": "old"}) == (402, expired)  # from the expiry on
+    assert call({"X-API-KEY": "later"})[0] == 200
+    now = datetime(2026, 3, 2, tzinfo=UTC)
+    assert call({"X-API-KEY": "later"})[0] == 402
+    assert call({"X-API-KEY": "wrong"})[0] == 401  # wrong credentials before expiry
+    assert call({"Authorization": f"Bearer {token(rsa_keys[0])}"})[0] == 200  # tokens have their own expiry
+    # the key is checked before the request: an expired key learns nothing about its fields
+    r = voice.handle("POST", "/api/v1/score", form={}, headers={"X-API-KEY": "old"})
+    assert r.status == 402
+    assert api.handle("POST", "/api/v1/syllables", form={"target_phrase": "hi"}, headers=KEY).status == 200
 
 
 def test_routing_errors(api: VoiceApi) -> None:

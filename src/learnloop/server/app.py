@@ -329,7 +329,9 @@ def create_app(
             routes.extend(_mount("/api/v1", _unavailable(errors3, hint)))
         else:
             facade3: FormFacade = (
-                VoiceApi(api_keys=keys.api_keys, jwt_issuers=keys.jwt_issuers) if voice is True else voice
+                VoiceApi(api_keys=keys.api_keys, jwt_issuers=keys.jwt_issuers, key_expiry=keys.api_key_expiry)
+                if voice is True
+                else voice
             )
             routes.extend(_mount("/api/v1", _voice_route("/api/v1", facade3, errors3, limits.voice)))
     return Starlette(routes=routes, lifespan=lifespan)

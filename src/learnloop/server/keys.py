@@ -6,7 +6,7 @@ The file (see ``docs/deploy.md``)::
     "k-3f9c2d..." = "app-1"
     "k-77b1e0..." = "app-2"
 
-    [api_key_expiry]           # optional: from this time on, v1 answers 402 for the key
+    [api_key_expiry]           # optional: from this time on, v1 and the voice API answer 402 for the key
     "k-77b1e0..." = 2026-01-01T00:00:00Z
 
     [jwt_issuers]              # optional: voice API client tokens, issuer id -> RSA public key (PEM)
@@ -49,7 +49,8 @@ class Keys:
 
     ``api_keys`` maps each secret key to its application (``None``: no key is
     accepted, and with ``jwt_issuers`` also ``None`` authentication is off);
-    ``api_key_expiry`` maps a key to the aware time from which v1 answers 402;
+    ``api_key_expiry`` maps a key to the aware time from which v1 and the voice
+    API answer 402 (Payment Required, as their contracts list it; v2's has no 402);
     ``jwt_issuers`` maps an issuer id to the RSA public key (PEM) that checks
     its tokens on the voice API.
     """

@@ -12,13 +12,15 @@ answers the documented endpoints with an :class:`~learnloop._http.ApiResponse`:
 
 Credentials: ``X-API-KEY: <key>`` (keys map to applications), or
 ``Authorization: Bearer <JWT>`` signed RS256 by a registered issuer, with
-``iss``, ``aud`` and ``exp`` claims.  Errors are ``{"errors": [{"status",
+``iss``, ``aud`` and ``exp`` claims; an API key past its time in
+``key_expiry`` is answered 402.  Errors are ``{"errors": [{"status",
 "detail"}]}``; ``handle`` never raises for bad input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from learnloop._http import ApiResponse, check_api_keys, error_response, header, resolve_api_key
@@ -41,6 +43,10 @@ _DIALECTS: Final = ("en-us",)
 FormValue = str | Sequence[str]
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 def _error(status: int, *details: str) -> ApiResponse:
     return error_response(status, details, shape="errors")
 
@@ -50,8 +56,15 @@ class VoiceApi:
 
     ``api_keys`` maps secret keys to application ids; ``jwt_issuers`` maps
     issuer ids to RSA public keys (PEM).  With both ``None`` authentication is
-    off.  ``scorer`` defaults to a shared :class:`PronunciationScorer`, made on
-    first use.
+    off.  ``key_expiry`` maps an API key to the aware ``datetime`` from which
+    it answers 402 (a naive one is taken as UTC), by ``clock`` (the system's by
+    default).  ``scorer`` defaults to a shared :class:`PronunciationScorer`,
+    made on first use.
+
+    >>> from datetime import UTC, datetime
+    >>> api = VoiceApi(api_keys={"k": "app-1"}, key_expiry={"k": datetime(2000, 1, 1, tzinfo=UTC)})
+    >>> api.handle("POST", "/api/v1/syllables", form={"target_phrase": "hi"}, headers={"X-API-KEY": "k"}).body
+    {'errors': [{'status': 402, 'detail': 'the API key expired at 2000-01-01T00:00:00+00:00'}]}
     """
 
     def __init__(
@@ -61,9 +74,15 @@ class VoiceApi:
         api_keys: Mapping[str, str] | None = None,
         jwt_issuers: Mapping[str, str | bytes] | None = None,
         jwt_leeway_seconds: int = 30,
+        key_expiry: Mapping[str, datetime] | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self._scorer = scorer
         self.api_keys = check_api_keys(api_keys)
+        self.key_expiry = {
+            k: (v if v.tzinfo is not None else v.replace(tzinfo=UTC)) for k, v in (key_expiry or {}).items()
+        }
+        self.clock: Callable[[], datetime] = clock or _now
         self.jwt_issuers = None if jwt_issuers is None else dict(jwt_issuers)
         self.jwt_leeway_seconds = jwt_leeway_seconds
 
@@ -92,6 +111,9 @@ class VoiceApi:
         who = self.authenticate(headers)
         if who is None:
             return _error(401, "missing, wrong or expired credentials: send X-API-KEY or Authorization: Bearer <JWT>")
+        expiry = self._key_expiry(headers)
+        if expiry is not None and self.clock() >= expiry:
+            return _error(402, f"the API key expired at {expiry.isoformat()}")
         try:
             return getattr(self, f"_{route}")(form or {}, files or {})
         except ValidationError as exc:
@@ -108,6 +130,13 @@ class VoiceApi:
         if self.jwt_issuers and auth and auth[:7].lower() == "bearer ":
             return self._verify_token(auth[7:].strip())
         return None
+
+    def _key_expiry(self, headers: Mapping[str, str] | None) -> datetime | None:
+        """When the request's API key expires, if it authenticated with one that has an expiry."""
+        if self.api_keys is None or not self.key_expiry:
+            return None
+        key = header(headers, "X-API-KEY")
+        return self.key_expiry.get(key) if key is not None else None
 
     def _verify_token(self, token: str) -> str | None:
         try:
