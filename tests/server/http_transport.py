@@ -13,8 +13,8 @@ therefore run unchanged, over HTTP.
 A call that HTTP cannot carry as the test wrote it (a header value that is a
 list, a body that is a Python list, a path with a space...) tests the Python
 API, not the contract: the test is skipped with the reason, and the run's
-report (``LEARNLOOP_TEST_REPORT``, JSON) lists every such skip and counts the
-requests sent.
+report (``LEARNLOOP_TEST_REPORT``, JSON) lists every such skip and every test
+that passed, and counts the requests sent.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _TARGET_CHARS = re.compile(r"^[\x21-\x7e]*$")
 
 _facades: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
-_state: dict[str, Any] = {"client": None, "requests": 0, "skipped": {}, "raised": {}, "rejected": 0}
+_state: dict[str, Any] = {"client": None, "requests": 0, "skipped": {}, "raised": {}, "rejected": 0, "passed": []}
 
 
 class Inexpressible(Exception):
@@ -261,6 +261,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and report.passed:
+        _state["passed"].append(report.nodeid)
     if report.skipped and isinstance(report.longrepr, tuple) and SKIP_PREFIX in str(report.longrepr[2]):
         _state["skipped"][report.nodeid] = str(report.longrepr[2]).split(SKIP_PREFIX, 1)[1]
 
@@ -273,5 +275,5 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     out = os.environ.get("LEARNLOOP_TEST_REPORT")
     if out:
         with open(out, "w") as f:
-            report = {key: _state[key] for key in ("requests", "skipped", "rejected")}
+            report = {key: _state[key] for key in ("requests", "skipped", "rejected", "passed")}
             json.dump(report, f, indent=1)

@@ -3,8 +3,8 @@
 Each run is a pytest subprocess over ``tests/api`` and the voice API tests with
 the ``http_transport`` plugin, which sends every ``handle`` call as an HTTP
 request: in process (httpx's ASGI transport) and to a real uvicorn server on
-127.0.0.1. The PostgreSQL variants are left out: the store is the same
-whatever the transport, and they run beside the others in the main suite.
+127.0.0.1. The tests parametrised by store run on PostgreSQL too (the server
+``LEARNLOOP_TEST_POSTGRES`` names; without one the test fails).
 """
 
 from __future__ import annotations
@@ -35,16 +35,17 @@ EXPECTED_SKIPS = (
 
 
 @pytest.mark.parametrize("transport", ["asgi", "uvicorn"])
-def test_the_contract_tests_pass_over_http(transport: str, tmp_path: Path) -> None:
+def test_the_contract_tests_pass_over_http(transport: str, tmp_path: Path, postgres_server: str) -> None:
     report = tmp_path / "report.json"
     env = {
         **os.environ,
         "LEARNLOOP_TEST_TRANSPORT": transport,
         "LEARNLOOP_TEST_REPORT": str(report),
+        "LEARNLOOP_TEST_POSTGRES": postgres_server,
         "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
     }
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "http_transport"]
-    command += ["-k", "not postgres", *CONTRACT_TESTS]
+    command += CONTRACT_TESTS
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]
@@ -58,3 +59,6 @@ def test_the_contract_tests_pass_over_http(transport: str, tmp_path: Path) -> No
     }
     assert unexpected == {}
     assert len(outcome["skipped"]) < 50
+    # the store-parametrised ones on every store, PostgreSQL included
+    on_postgres = [test for test in outcome["passed"] if "[postgres" in test]
+    assert len(on_postgres) >= 13, on_postgres
