@@ -36,6 +36,7 @@ from learnloop.api import V1Api, V2Api
 from learnloop.api.v1 import DEFAULT_ERROR_LINK
 from learnloop.engine import Engine
 from learnloop.server.keys import Keys
+from learnloop.server.page import page_routes
 from learnloop.voice import VoiceApi
 
 __all__ = ["BodyLimits", "JsonFacade", "FormFacade", "create_app"]
@@ -293,13 +294,16 @@ def create_app(
     voice: FormFacade | bool = True,
     body_limits: BodyLimits | None = None,
     readiness_timeout: float = 2.0,
+    page: bool = True,
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> Starlette:
     """A Starlette application serving the three contracts over ``engine``.
 
     Learning API v1 is at ``/v1``, v2 at ``/v2``, the voice API at ``/api/v1``;
     ``GET /healthz`` answers while the process is up, ``GET /readyz`` when the
-    store answers too (503 otherwise). ``keys`` gives the credentials of all
+    store answers too (503 otherwise). ``page`` serves the learner page at
+    ``GET /`` (its files under ``/static``; see :mod:`learnloop.server.page`).
+    ``keys`` gives the credentials of all
     three (``None``: authentication off, every request belongs to the
     application ``"default"``). Each of ``v1``, ``v2`` and ``voice`` is ``True``
     (a façade made here over ``engine`` and ``keys``), ``False`` (not served) or
@@ -310,11 +314,11 @@ def create_app(
 
     >>> app = create_app(Engine(), voice=False)
     >>> [route.path for route in app.routes]
-    ['/healthz', '/readyz', '/v1', '/v1', '/v2', '/v2']
+    ['/healthz', '/readyz', '/', '/static', '/v1', '/v1', '/v2', '/v2']
     """
     keys = keys or Keys()
     limits = body_limits or BodyLimits()
-    routes = _health_routes(engine, readiness_timeout)
+    routes = _health_routes(engine, readiness_timeout) + (page_routes() if page else [])
     if v1 is not False:
         facade1: JsonFacade = V1Api(engine, keys.api_keys, key_expiry=keys.api_key_expiry) if v1 is True else v1
         errors1 = _Errors("errors", getattr(facade1, "error_link", DEFAULT_ERROR_LINK))

@@ -1,0 +1,50 @@
+"""The learner page: one HTML page (``GET /``) and its script and style sheet (``/static/``).
+
+Plain HTML, JavaScript and CSS shipped with the package (``static/``), with
+no build step and nothing loaded from elsewhere; the page only calls learning
+API v2 and the voice API of the server that served it. Its
+``Content-Security-Policy`` lets it load and call nothing else.
+
+The API key comes from the address: ``/#key=<key>`` fills it in (a fragment
+never reaches the server, so it stays out of access logs) and ``&user=<id>``
+names the learner; both can be changed on the page under *Connection*.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+__all__ = ["STATIC", "page_routes"]
+
+STATIC = Path(__file__).with_name("static")
+
+_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; media-src 'self' blob:; "
+        "object-src 'none'; base-uri 'self'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+def page_routes() -> list[BaseRoute]:
+    """``GET /`` (the page) and ``/static/...`` (its files).
+
+    >>> [route.path for route in page_routes()]
+    ['/', '/static']
+    """
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers=_HEADERS, media_type="text/html; charset=utf-8")
+
+    return [
+        Route("/", index, methods=["GET", "HEAD"]),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+    ]
