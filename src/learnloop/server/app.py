@@ -35,6 +35,7 @@ from learnloop._http import ApiResponse, error_response
 from learnloop.api import V1Api, V2Api
 from learnloop.api.v1 import DEFAULT_ERROR_LINK
 from learnloop.engine import Engine
+from learnloop.server import openapi
 from learnloop.server.keys import Keys
 from learnloop.server.page import page_routes
 from learnloop.voice import VoiceApi
@@ -279,10 +280,23 @@ def _health_routes(engine: Engine, readiness_timeout: float) -> list[BaseRoute]:
     return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
 
 
-def _mount(prefix: str, endpoint: Callable[[Request], Awaitable[Response]]) -> list[BaseRoute]:
+def _openapi(prefix: str, name: str) -> BaseRoute:
+    """``GET <prefix>/openapi.json``: the contract's OpenAPI document, its server where this application is mounted."""
+
+    async def endpoint(request: Request) -> Response:
+        doc = openapi.document(name)
+        doc["servers"] = [{**doc["servers"][0], "url": request.scope.get("root_path") or "/"}]
+        return JSONResponse(doc)
+
+    # other methods on this path go on to the façade (a 404 in the contract's shape)
+    return Route(f"{prefix}/openapi.json", endpoint, methods=["GET"])
+
+
+def _mount(prefix: str, endpoint: Callable[[Request], Awaitable[Response]], name: str) -> list[BaseRoute]:
     # every method reaches the façade, which answers 405 itself, in its own error shape
     # (the prefix alone is a path too: the façade answers it with a 404)
-    return [Mount(prefix, app=request_response(endpoint)), Route(prefix, endpoint, methods=_METHODS)]
+    mount = Mount(prefix, app=request_response(endpoint))
+    return [_openapi(prefix, name), mount, Route(prefix, endpoint, methods=_METHODS)]
 
 
 def create_app(
@@ -301,7 +315,8 @@ def create_app(
 
     Learning API v1 is at ``/v1``, v2 at ``/v2``, the voice API at ``/api/v1``;
     ``GET /healthz`` answers while the process is up, ``GET /readyz`` when the
-    store answers too (503 otherwise). ``page`` serves the learner page at
+    store answers too (503 otherwise). Each contract's OpenAPI document is at
+    ``<prefix>/openapi.json`` (:mod:`learnloop.server.openapi`). ``page`` serves the learner page at
     ``GET /`` (its files under ``/static``; see :mod:`learnloop.server.page`).
     ``keys`` gives the credentials of all
     three (``None``: authentication off, every request belongs to the
@@ -314,7 +329,7 @@ def create_app(
 
     >>> app = create_app(Engine(), voice=False)
     >>> [route.path for route in app.routes]
-    ['/healthz', '/readyz', '/', '/static', '/v1', '/v1', '/v2', '/v2']
+    ['/healthz', '/readyz', '/', '/static', '/v1/openapi.json', '/v1', '/v1', '/v2/openapi.json', '/v2', '/v2']
     """
     keys = keys or Keys()
     limits = body_limits or BodyLimits()
@@ -322,20 +337,20 @@ def create_app(
     if v1 is not False:
         facade1: JsonFacade = V1Api(engine, keys.api_keys, key_expiry=keys.api_key_expiry) if v1 is True else v1
         errors1 = _Errors("errors", getattr(facade1, "error_link", DEFAULT_ERROR_LINK))
-        routes.extend(_mount("/v1", _json_route("/v1", facade1, errors1, limits.v1)))
+        routes.extend(_mount("/v1", _json_route("/v1", facade1, errors1, limits.v1), "v1"))
     if v2 is not False:
         facade2: JsonFacade = V2Api(engine, keys.api_keys) if v2 is True else v2
-        routes.extend(_mount("/v2", _json_route("/v2", facade2, _Errors("error", None), limits.v2)))
+        routes.extend(_mount("/v2", _json_route("/v2", facade2, _Errors("error", None), limits.v2), "v2"))
     if voice is not False:
         errors3 = _Errors("errors", None)
         if voice is True and importlib.util.find_spec("pocketsphinx") is None:
             hint = "the voice API needs the 'voice' extra: pip install 'learnloop[voice]'"
-            routes.extend(_mount("/api/v1", _unavailable(errors3, hint)))
+            routes.extend(_mount("/api/v1", _unavailable(errors3, hint), "voice"))
         else:
             facade3: FormFacade = (
                 VoiceApi(api_keys=keys.api_keys, jwt_issuers=keys.jwt_issuers, key_expiry=keys.api_key_expiry)
                 if voice is True
                 else voice
             )
-            routes.extend(_mount("/api/v1", _voice_route("/api/v1", facade3, errors3, limits.voice)))
+            routes.extend(_mount("/api/v1", _voice_route("/api/v1", facade3, errors3, limits.voice), "voice"))
     return Starlette(routes=routes, lifespan=lifespan)
