@@ -126,9 +126,11 @@ class Engine:
         learner_options: LearnerOptions | Mapping[str, Any] | None = None,
         learner_cache_bytes: int | None = None,
     ) -> Engine:
-        """An engine on the SQLite file at ``path`` (created when absent), or on the
-        PostgreSQL database at a ``postgresql://`` (or ``postgres://``) URL, which
-        needs the ``postgres`` extra; its tables are created on first use.
+        """An engine on the SQLite file at ``path`` (created when absent; also
+        written as a URL, ``sqlite:///relative/path.db`` or
+        ``sqlite:////absolute/path.db``), or on the PostgreSQL database at a
+        ``postgresql://`` (or ``postgres://``) URL, which needs the ``postgres``
+        extra; its tables are created on first use.
 
         Contexts stay valid across restarts: without ``secret``, the signing
         secret is generated once and kept in the store.
@@ -140,6 +142,10 @@ class Engine:
             from learnloop.store.postgres import PostgresStore  # psycopg is an optional extra
 
             store = PostgresStore(path)
+        elif isinstance(path, str) and path[:7].lower() == "sqlite:":
+            if not path[7:].startswith("///") or len(path) < 11:
+                raise ValueError(f"a SQLite URL is sqlite:///relative/path.db or sqlite:////absolute/path.db: {path!r}")
+            store = SQLiteStore(path[10:], synchronous=synchronous)
         else:
             store = SQLiteStore(path, synchronous=synchronous)
         return cls(
