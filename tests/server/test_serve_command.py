@@ -122,6 +122,10 @@ def test_a_wrong_keys_file_names_every_problem_and_no_key(tmp_path: Path) -> Non
         (["serve", "--no-auth", "--store", "memory://", "--workers", "2"], "memory:// holds the state in one process"),
         (["serve", "--keys", "no-such-file.toml"], "cannot read the keys file"),
         (["serve", "--no-auth", "--workers", "0"], "--workers must be at least 1"),
+        (
+            ["serve", "--no-auth", "--store", "postgresql://nobody@/nodb?host=/nonexistent", "--workers", "2"],
+            "cannot open the PostgreSQL store: connection",
+        ),
     ],
 )
 def test_serve_refuses_wrong_settings_before_starting(

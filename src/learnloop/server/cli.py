@@ -85,6 +85,11 @@ def open_engine(url: str, *, seed: int | None = None) -> Engine:
             raise StoreUrlError(
                 f"PostgreSQL needs the 'postgres' extra: pip install 'learnloop[postgres]' ({exc})"
             ) from None
+        except Exception as exc:
+            if type(exc).__module__.partition(".")[0] != "psycopg":
+                raise
+            # psycopg's message names the host and the database, never the password
+            raise StoreUrlError(f"cannot open the PostgreSQL store: {exc}") from None
     raise StoreUrlError(f"unknown store URL scheme {scheme!r}; use sqlite:///path.db, postgresql://... or memory://")
 
 
