@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import schemathesis
 from httpserve import InProcess
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -194,18 +194,11 @@ def test_generated_requests_get_documented_answers(
         suppress_health_check=list(HealthCheck),
     )
     def check(case: Any) -> None:
-        # a path holding a newline does not reach the façade: see test_an_id_holding_a_newline_reaches_the_facade
-        assume("\n" not in case.formatted_path and "%0a" not in case.formatted_path.lower())
         case.call_and_validate(headers=HEADERS, checks=CHECKS)
 
     check()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server: Starlette's Mount matches the rest of the path with '.', which stops at a newline, so "
-    "/v1/assets/%0Aw gets Starlette's plain-text 404 instead of reaching the façade",
-)
 def test_an_id_holding_a_newline_reaches_the_facade(client: InProcess) -> None:
     put = client.request("PUT", "/v1/assets/%0Aw", headers=HEADERS, json={"type": "exercise"})
     assert put.status_code == 200
@@ -253,7 +246,8 @@ def test_a_v1_course_gets_documented_answers(schemas: dict[str, Any]) -> None:
     }
     call("/v1/views/{view_id}", "put", path_parameters={"view_id": "course"}, body=view)
     assert len(call("/v1/views/{view_id}", "get", path_parameters={"view_id": "course"})["assets"]) == 3
-    assert [v["id"] for v in call("/v1/views", "get", query={"limit": 10})["views"]] == ["course"]
+    # the app is shared with the fuzzing test, which may have stored views of its own
+    assert "course" in [v["id"] for v in call("/v1/views", "get", query={"limit": 1000})["views"]]
     user = {"id": "ada", "type": "learner", "test_cell": "a"}
     events = [
         {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -296,6 +297,9 @@ def _mount(prefix: str, endpoint: Callable[[Request], Awaitable[Response]], name
     # every method reaches the façade, which answers 405 itself, in its own error shape
     # (the prefix alone is a path too: the façade answers it with a 404)
     mount = Mount(prefix, app=request_response(endpoint))
+    # Starlette matches the rest of the path with ".", which stops at a newline: an id holding
+    # one (sent as %0A) must still reach the façade
+    mount.path_regex = re.compile(mount.path_regex.pattern, re.DOTALL)
     return [_openapi(prefix, name), mount, Route(prefix, endpoint, methods=_METHODS)]
 
 
