@@ -31,12 +31,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import minimize
-from scipy.special import log_expit
 from tqdm.auto import tqdm
 
 from ._types import ArrayLike, FloatArray
@@ -60,6 +57,13 @@ class Calibration:
     ability_sd: float = 1.0
 
 
+def minimize(*args: Any, **kwargs: Any) -> Any:
+    """``scipy.optimize.minimize``, imported on first use (scipy is not imported with learnloop)."""
+    from scipy.optimize import minimize as scipy_minimize
+
+    return scipy_minimize(*args, **kwargs)
+
+
 def _m_step_objective(
     params: FloatArray,
     r: FloatArray,
@@ -70,6 +74,8 @@ def _m_step_objective(
     a_prec: float,
     two_pl: bool,
 ) -> tuple[float, FloatArray]:
+    from scipy.special import log_expit
+
     n_items = b0.size
     b = params[:n_items]
     log_a = params[n_items:] if two_pl else np.zeros(n_items)
@@ -117,6 +123,9 @@ def calibrate(
     fixed spread of 1 on learners who differ more compresses the difficulties
     toward 0.
     """
+    import scipy.sparse as sp  # scipy is imported on first use, not with learnloop
+    from scipy.special import log_expit
+
     p_idx = np.asarray(person, dtype=np.intp).ravel()
     i_idx = np.asarray(item, dtype=np.intp).ravel()
     s = np.asarray(score, dtype=np.float64).ravel()

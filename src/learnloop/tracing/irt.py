@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.special import log_expit
 
 from ._types import ArrayLike, FloatArray
 
@@ -160,6 +159,8 @@ def estimate_ability(
     if prior_sd <= 0.0:
         raise ValueError(f"prior_sd must be positive, got {prior_sd}")
     if method == "eap":
+        from scipy.special import log_expit  # scipy is imported on first use, not with learnloop
+
         nodes = prior_mean + prior_sd * np.linspace(-6.0, 6.0, n_quad)
         z = a_arr[None, :] * (nodes[:, None] - b_arr[None, :])
         loglik = (s_arr * log_expit(z) + (1.0 - s_arr) * log_expit(-z)).sum(axis=1)

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
 from ._types import ArrayLike
 
@@ -18,6 +17,8 @@ __all__ = ["auc", "expected_calibration_error", "log_loss"]
 
 def auc(y: ArrayLike, p: ArrayLike) -> float:
     """Area under the ROC curve (Mann-Whitney, ties counted half)."""
+    from scipy.stats import rankdata  # scipy is imported on first use, not with learnloop
+
     y_arr = np.asarray(y, dtype=np.float64).ravel() >= 0.5
     ranks = rankdata(np.asarray(p, dtype=np.float64).ravel())
     n_pos = int(y_arr.sum())
