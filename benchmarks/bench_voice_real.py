@@ -70,7 +70,7 @@ def corpus_protocol(root: Path, model: Assessor, labels: dict) -> None:
     evs = _so762.evidences(root, "test")
     utts = list(evs)
     acc, score, before, y = [], [], [], []
-    wacc, wy, match = [], [], []
+    wacc, wy, said = [], [], []
     tot, ty = [], []
     for u in utts:
         ev = evs[u]
@@ -82,11 +82,11 @@ def corpus_protocol(root: Path, model: Assessor, labels: dict) -> None:
         y.append(_so762.phone_labels(labels, u, ev))
         wacc.append(j.word_accuracy)
         wy.append([w["accuracy"] for w in labels[u]["words"]])
-        match.append(j.said)
+        said.append(j.said)
         tot.append(j.total)
         ty.append(labels[u]["total"])
     a, s, b, yy = map(np.concatenate, (acc, score, before, y))
-    w, wyy, m = np.concatenate(wacc), np.concatenate(wy).astype(float), np.concatenate(match)
+    w, wyy, p_said = np.concatenate(wacc), np.concatenate(wy).astype(float), np.concatenate(said)
     t, tyy = np.array(tot), np.array(ty, dtype=float)
     wrong = yy < 1.0
     print(f"test split: {len(utts)} utterances, {len(yy)} phones, {len(wyy)} words (corpus phones)")
@@ -113,8 +113,8 @@ def corpus_protocol(root: Path, model: Assessor, labels: dict) -> None:
     )
     cut = model.matched_above
     print(
-        f"is_matched false (P(said) < {cut:.3f}): {np.mean(m[good_words] < cut):.1%} of words rated 8-10, "
-        f"{np.mean(m[wyy <= 2] < cut):.1%} of words rated 0-2"
+        f"is_matched false (P(said) < {cut:.3f}): {np.mean(p_said[good_words] < cut):.1%} of words rated 8-10, "
+        f"{np.mean(p_said[wyy <= 2] < cut):.1%} of words rated 0-2"
     )
 
 

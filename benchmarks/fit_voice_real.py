@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -84,9 +85,9 @@ def training_set(
         out_real.append(True)
         out_fold.append(fold_of[u])
     for kind in ("wrong", "extra"):
-        raw = _so762.evidence(root, f"train-{kind}")
-        for u, ev in _so762.evidences(root, f"train-{kind}").items():
-            at = int(raw[u]["inserted"])  # type: ignore[call-overload]
+        for u, raw in _so762.evidence(root, f"train-{kind}").items():
+            ev = _so762.to_evidence(u, raw)
+            at = int(raw["inserted"])  # type: ignore[call-overload]
             if kind == "wrong":
                 word_acc = np.zeros(len(ev.pronunciations))  # type: ignore[attr-defined]
                 total = 0.0
@@ -111,16 +112,51 @@ def training_set(
     return out_ev, out_p, out_w, out_u, np.array(out_t), np.array(out_real), np.array(out_fold)
 
 
+def choose(
+    what: str,
+    penalties: list[float],
+    fit: Callable[[np.ndarray, np.ndarray, float], Callable[[np.ndarray], np.ndarray]],
+    x: np.ndarray,
+    y: np.ndarray,
+    fold: np.ndarray,
+    trainable: np.ndarray,
+    judge: Callable[[np.ndarray], float],
+) -> tuple[float, np.ndarray]:
+    """The penalty whose out-of-fold predictions ``judge`` rates best, and those predictions
+    (each fold predicted by a model fitted on the ``trainable`` rows of the other folds)."""
+    best: tuple[float, float, np.ndarray] | None = None
+    for penalty in penalties:
+        oof = np.zeros(len(y))
+        for k in np.unique(fold):
+            tr = (fold != k) & trainable
+            oof[fold == k] = fit(x[tr], y[tr], penalty)(x[fold == k])
+        score = judge(oof)
+        print(f"  {what} ridge={penalty}: fold {score:.4f}")
+        if best is None or score > best[0]:
+            best = (score, penalty, oof)
+    assert best is not None
+    return best[1], best[2]
+
+
+def _ridge(x: np.ndarray, y: np.ndarray, penalty: float) -> Callable[[np.ndarray], np.ndarray]:
+    return fit_linear(x, y, ridge=penalty)
+
+
+def _logistic(x: np.ndarray, y: np.ndarray, penalty: float) -> Callable[[np.ndarray], np.ndarray]:
+    return fit_logistic(x, y, ridge=penalty)
+
+
 def synthetic_phones(root: Path, folds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Phone features, labels (2 said right, 0 substituted) and word folds of the labelled
     espeak-ng renditions (``_espeak_labelled``)."""
     import _espeak_labelled
 
     xs, ys, fs = [], [], []
-    words = sorted({key.split(":")[1] for key in _espeak_labelled.evidence(root)})
+    renditions = _espeak_labelled.evidence(root)
+    words = sorted({key.split(":")[1] for key in renditions})
     order = np.random.default_rng(0).permutation(len(words))
     fold_of = {words[j]: i % folds for i, j in enumerate(order)}
-    for key, raw in _espeak_labelled.evidence(root).items():
+    for key, raw in renditions.items():
         ev = _so762.to_evidence(key, raw)
         if len(ev.gops) != len(ev.pronunciations[0]):  # type: ignore[attr-defined]
             continue
@@ -208,41 +244,31 @@ def main() -> None:
     at = np.cumsum([0, *counts])
     word_x = [word_features(evs[u], phone_oof[at[j] : at[j + 1]]) for j, u in enumerate(utts)]
     wx, wy = np.concatenate(word_x), np.concatenate(word_y)
-    word_offset = np.cumsum([0, *[len(b) for b in word_x]])[:-1]
+    wat = np.cumsum([0, *[len(b) for b in word_x]])  # each utterance's first word
     phone_word_index = np.concatenate(
-        [word_offset[j] + np.array([g.word for g in evs[u].gops], dtype=int) for j, u in enumerate(utts)]
+        [wat[j] + np.array([g.word for g in evs[u].gops], dtype=int) for j, u in enumerate(utts)]
     )
-    wfold = np.repeat(fold_of_utt, [len(b) for b in word_x])
-    wreal = np.repeat(real, [len(b) for b in word_x])
-    best_w = None
-    for ridge in RIDGES:
-        oof = np.zeros(len(wy))
-        for k in range(args.folds):
-            tr = (wfold != k) & wreal
-            oof[wfold == k] = fit_linear(wx[tr], wy[tr], ridge=ridge)(wx[wfold == k])
-        r = pcc(oof[wreal], wy[wreal])
-        print(f"  word ridge={ridge}: fold PCC {r:.4f}")
-        if best_w is None or r > best_w[0]:
-            best_w = (r, ridge, oof)
-    assert best_w is not None
-    _, word_ridge, word_oof = best_w
+    wfold = np.repeat(fold_of_utt, np.diff(wat))
+    wreal = np.repeat(real, np.diff(wat))
+    word_ridge, word_oof = choose(
+        "word (PCC)", RIDGES, _ridge, wx, wy, wfold, wreal, lambda oof: pcc(oof[wreal], wy[wreal])
+    )
     word_oof = np.clip(word_oof, 0.0, 10.0)
 
     # said or not: real words (and the said words around an inserted one) against the
-    # words of a text that was not said; is_matched is P(said) >= 0.5
+    # words of a text that was not said
     unsaid = np.concatenate(unsaid_flags)
-    best_s = None
-    for ridge in RIDGES:
-        logit = np.zeros(len(wy))
-        for k in range(args.folds):
-            tr = wfold != k
-            logit[wfold == k] = fit_logistic(wx[tr], (~unsaid[tr]).astype(float), ridge=ridge)(wx[wfold == k])
-        r = auc(logit, ~unsaid)
-        print(f"  said ridge={ridge}: fold AUC (said vs unsaid words) {r:.4f}")
-        if best_s is None or r > best_s[0]:
-            best_s = (r, ridge, logit)
-    assert best_s is not None
-    said_ridge, p_said = best_s[1], 1.0 / (1.0 + np.exp(-best_s[2]))
+    said_ridge, logit = choose(
+        "said (AUC, said vs unsaid words)",
+        RIDGES,
+        _logistic,
+        wx,
+        (~unsaid).astype(float),
+        wfold,
+        np.ones(len(wy), dtype=bool),
+        lambda oof: auc(oof, ~unsaid),
+    )
+    p_said = 1.0 / (1.0 + np.exp(-logit))
     # is_matched: the P(said) below which 3 % of the words the experts rate 8-10 fall
     good = wreal & (wy >= 8)
     matched_above = float(np.quantile(p_said[good], 0.03))
@@ -255,7 +281,6 @@ def main() -> None:
     print(f"  word fold PCC with P(said): {pcc(gated_word[wreal], wy[wreal]):.4f}")
 
     # -- utterance stage ---------------------------------------------------------------
-    wat = np.cumsum([0, *[len(b) for b in word_x]])
     ux = np.concatenate(
         [
             utterance_features(evs[u], phone_oof[at[j] : at[j + 1]], word_oof[wat[j] : wat[j + 1]])
@@ -263,23 +288,14 @@ def main() -> None:
         ]
     )
     uy = total_y
-    best_u = None
-    for ridge in RIDGES:
-        oof = np.zeros(len(uy))
-        for k in range(args.folds):
-            tr = (fold_of_utt != k) & real
-            oof[fold_of_utt == k] = fit_linear(ux[tr], uy[tr], ridge=ridge)(ux[fold_of_utt == k])
-        r = pcc(oof[real], uy[real])
-        print(f"  utterance ridge={ridge}: fold PCC {r:.4f}")
-        if best_u is None or r > best_u[0]:
-            best_u = (r, ridge, oof)
-    assert best_u is not None
-    utt_ridge = best_u[1]
-    share_said = np.array([p_said[wat[j] : wat[j + 1]].mean() for j in range(len(utts))])
-    gated_total = best_u[2] * share_said
+    utt_ridge, total_oof = choose(
+        "utterance (PCC)", RIDGES, _ridge, ux, uy, fold_of_utt, real, lambda oof: pcc(oof[real], uy[real])
+    )
+    share_said = np.add.reduceat(p_said, wat[:-1]) / np.diff(wat)
+    gated_total = total_oof * share_said
     gated_phone = phone_oof * p_said[phone_word_index]
     hard = (p_said >= 0.5).astype(float)
-    hard_total = best_u[2] * np.array([hard[wat[j] : wat[j + 1]].mean() for j in range(len(utts))])
+    hard_total = total_oof * np.add.reduceat(hard, wat[:-1]) / np.diff(wat)
     print(
         f"  words said or not (P(said) >= 0.5), fold PCC on the corpus' utterances: phone "
         f"{pcc((phone_oof * hard[phone_word_index])[is_real], y[is_real]):.4f}, word {pcc((hard * word_oof)[wreal], wy[wreal]):.4f}, "
@@ -303,7 +319,7 @@ def main() -> None:
             wy=wy,
             wreal=wreal,
             unsaid=unsaid,
-            total_oof=best_u[2],
+            total_oof=total_oof,
             uy=uy,
             real=real,
             wat=wat,

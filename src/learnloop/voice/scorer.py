@@ -150,9 +150,10 @@ class PronunciationScorer:
             if best is None or fit > best[0]:
                 best = (fit, at, ev)
         assert best is not None
-        at = best[1]
+        _, at, ranked = best
         variants = [self.lexicon.pronunciations(t.key) for t in token_lists[at]]
-        return self._result(self._evidence(utterance, variants), phrases[at], token_lists[at], fluency=False)
+        ev = self._evidence(utterance, variants, aligned=ranked)  # the winner's alignment, not computed again
+        return self._result(ev, phrases[at], token_lists[at], fluency=False)
 
     def evidence(
         self,
@@ -231,12 +232,20 @@ class PronunciationScorer:
         padded = padded + np.random.default_rng(_NOISE_SEED).normal(0.0, _NOISE_STD, len(padded))
         return _Utterance(mfcc_features(padded), DensityCache())
 
-    def _evidence(self, utt: _Utterance, variants: list[list[tuple[str, ...]]], *, gop: bool = True) -> Evidence:
-        """The evidence of ``utt`` (without ``gop``: the alignment alone, for ranking candidates)."""
+    def _evidence(
+        self,
+        utt: _Utterance,
+        variants: list[list[tuple[str, ...]]],
+        *,
+        gop: bool = True,
+        aligned: Evidence | None = None,
+    ) -> Evidence:
+        """The evidence of ``utt`` (without ``gop``: the alignment alone, for ranking candidates;
+        ``aligned``: such evidence of the same variants, whose alignment is reused)."""
         model = self.model
         cache = utt.densities
         ci_ll = ci_loglik(model, utt.features, cache=cache)
-        alignment = align(model, utt.features, variants, cache=cache)
+        alignment = aligned.alignment if aligned is not None else align(model, utt.features, variants, cache=cache)
         gops = []
         if gop and alignment is not None:
             gops = phone_gops(model, utt.features, alignment, ci_ll, cache=cache)
