@@ -105,6 +105,8 @@ def cache_breakdown(engine: Any) -> dict[str, int]:
     """The learner-state cache: state arrays (by array), checkpoints, the rest."""
     cache = engine._learners.tracker._cache
     out = {"entries": 0, "ability": 0, "memory": 0, "items": 0, "signature": 0, "checkpoints": 0, "accounted": 0}
+    # the items met: their positions and rows ("items"), the signatures of their last events ("signature")
+    parts = {"ability": ("ability",), "memory": ("memory",), "items": ("touched", "rows"), "signature": ("sig",)}
     seen: set[int] = set()
     with cache._lock:
         entries = [value for value, _ in cache._data.values()]
@@ -113,10 +115,11 @@ def cache_breakdown(engine: Any) -> dict[str, int]:
     for entry in entries:
         out["entries"] += 1
         state = entry.state
-        for name in ("ability", "memory", "items", "signature"):
-            array = getattr(state, name)
-            out[name] += sys.getsizeof(array)
-            seen.add(id(array))
+        for name, fields in parts.items():
+            for field in fields:
+                array = getattr(state, field)
+                out[name] += sys.getsizeof(array)
+                seen.add(id(array))
         seen.add(id(state))
         for checkpoint in entry.checkpoints:
             if id(checkpoint.state) not in seen:
@@ -153,6 +156,7 @@ def measure(engine: Any, users: list[str], rss0: int, heap0: int, traced: bool) 
     seen = {id(engine.store), id(engine._learners.tracker)}
     out["content"] = deep_size(engine._content, seen)
     out["cache_nbytes"] = engine.learner_cache_nbytes()
+    out["predictions"] = engine._learners._predictions.nbytes
     return out
 
 
@@ -220,13 +224,14 @@ def report(log_name: str, label: str, plain: dict[str, Any], heap: dict[str, Any
             ("store: learner revision docs (with keys)", learners_t["documents"] + learners_t["keys"]),
             ("store: other tables", other),
             (
-                f"learner cache: state arrays ({cache['entries']:,} learners; items "
+                f"learner cache: state arrays ({cache['entries']:,} learners; items met "
                 f"{per_million(cache['items'], events):.0f}, signature {per_million(cache['signature'], events):.0f}, "
                 f"ability {per_million(cache['ability'], events):.0f}, memory {per_million(cache['memory'], events):.0f})",
                 arrays,
             ),
             ("learner cache: checkpoints", cache["checkpoints"]),
             ("learner cache: rest of the entries", cache["rest"]),
+            ("latest predictions per learner (bounded cache)", m.get("predictions", 0)),
             ("content (items, catalog, compiled)", m["content"]),
         ]
         total = sum(n for _, n in parts)

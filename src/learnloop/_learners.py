@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 
 from learnloop._content_repo import ContentRepository
 from learnloop._locks import LearnerLocks
+from learnloop._lru import LRUCache
 from learnloop._tracking import CatalogModel, Tracker, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import describe_validation_error, parse
@@ -41,11 +42,16 @@ from learnloop.store import Store
 from learnloop.store.base import json_doc
 from learnloop.tracing import Status, difficulty_to_b
 from learnloop.tracing import calibrate as calibrate_items
+from learnloop.tracing.predictions import Predictions
 
 __all__ = ["ContextEvents", "Learners", "PlainEvents"]
 
 PlainEvents = Iterable[AttemptEvent | SkipEvent | ViewTheoryEvent | Mapping[str, Any]]
 ContextEvents = Iterable[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent | Mapping[str, Any]]
+
+
+#: bytes of the cache of the learners' latest predictions
+PREDICTIONS_CACHE_BYTES = 32 * 2**20
 
 
 class Learners:
@@ -60,6 +66,10 @@ class Learners:
         self.clock = clock
         self.tracker = Tracker(store, cache_bytes=cache_bytes)
         self._locks = LearnerLocks()
+        # each learner's latest predictions: the next ones recompute only the topics that changed
+        self._predictions: LRUCache[tuple[str, str, str], Predictions] = LRUCache(
+            max_bytes=PREDICTIONS_CACHE_BYTES, sizeof=lambda p: 2 * p.p.nbytes + 16 * p.mean.size + 800
+        )
 
     def lock(self, app: str, pairs: Iterable[tuple[str, str]]) -> Any:
         """The locks of the learners ``(user_id, catalog_id)`` of ``app`` (see :mod:`learnloop._locks`)."""
@@ -69,9 +79,23 @@ class Learners:
         """Bytes held by the in-process cache of learner states (bounded by ``learner_cache_bytes``)."""
         return self.tracker.nbytes
 
-    def status(self, model: CatalogModel, entry: _Cached, mask: BoolArray, p: np.ndarray) -> UserStatus:
+    def predictions(
+        self, app: str, user_id: str, model: CatalogModel, entry: _Cached, *, keep: bool = True
+    ) -> Predictions:
+        """P(correct) of every item for ``entry``, carried over from the learner's latest
+        predictions where the beliefs did not change; with ``keep``, remembered for the
+        learner's next step (status reads use what a session left but keep nothing)."""
+        # learners without events share the predictions of the empty state
+        key = (app, user_id if entry.revision else "", model.index.catalog_id)
+        previous = self._predictions.get(key)
+        predictions = model.model.predictions(entry.state, previous)
+        if keep and predictions is not previous:
+            self._predictions.put(key, predictions)
+        return predictions
+
+    def status(self, model: CatalogModel, entry: _Cached, mask: BoolArray, predictions: Predictions) -> UserStatus:
         """The v2 status over ``mask``: the one status computation, :meth:`LearnerModel.status`."""
-        status = model.model.status(entry.state, mask, p_correct=p)
+        status = model.model.status(entry.state, mask, predictions=predictions)
         last = status.last_interaction_timestamp
         return UserStatus(
             progress=status.progress,
@@ -80,14 +104,14 @@ class Learners:
             last_interaction_timestamp=None if last is None else format_timestamp(datetime.fromtimestamp(last, UTC)),
         )
 
-    def view(self, model: CatalogModel, entry: _Cached, p: np.ndarray) -> LearnerView:
+    def view(self, model: CatalogModel, entry: _Cached, predictions: Predictions) -> LearnerView:
         state = entry.state
         failed = None
         if entry.last_attempt is not None and entry.last_attempt[1] < 0.5:
             failed = entry.last_attempt[0]
         return LearnerView(
             index=model.index,
-            p_correct=p,
+            p_correct=predictions.p,
             discrimination=model.model.items.a,
             attempts=state.attempts.astype(np.int64),
             last_score=state.last_score,
@@ -95,6 +119,8 @@ class Learners:
             recall=model.model.recall(state, self.clock().timestamp()),
             last_seen=state.last_timestamp,
             last_failed=failed,
+            state=state,
+            predictions=predictions,
         )
 
     def check_events_count(self, n: int) -> None:
@@ -159,8 +185,8 @@ class Learners:
         parsed = [None if f is None else parse(Filter, f, where=f"filter_list[{k}]") for k, f in enumerate(filters)]
         masks = [self.content.mask(app, model, f) for f in parsed]
         entry = self.state(app, user_id, model)
-        p = model.model.predict(entry.state)
-        return [self.status(model, entry, mask, p) for mask in masks]
+        predictions = self.predictions(app, user_id, model, entry, keep=False)
+        return [self.status(model, entry, mask, predictions) for mask in masks]
 
     def state(self, app: str, user_id: str, model: CatalogModel) -> _Cached:
         with self.lock(app, [(user_id, model.index.catalog_id)]):
@@ -175,8 +201,8 @@ class Learners:
             if np.shape(mask) != (n,):
                 raise ValidationError(f"mask must have {n} entries, got {np.shape(mask)}")
         entry = self.state(app, user_id, model)
-        p = model.model.predict(entry.state)
-        return [model.model.status(entry.state, mask, p_correct=p) for mask in masks]
+        predictions = self.predictions(app, user_id, model, entry, keep=False)
+        return [model.model.status(entry.state, mask, predictions=predictions) for mask in masks]
 
     def known_events(
         self, keys: Iterable[tuple[str, str, str, str]], *, app: str = "default"
@@ -225,7 +251,7 @@ class Learners:
     def learner_view(self, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
         model = self.content.catalog_model(catalog_id, app=app)
         entry = self.state(app, user_id, model)
-        return self.view(model, entry, model.model.predict(entry.state))
+        return self.view(model, entry, self.predictions(app, user_id, model, entry, keep=False))
 
     def attempts(self, catalog_id: str, *, app: str = "default") -> dict[str, list[Any]]:
         self.content.catalog_model(catalog_id, app=app)  # NotFoundError for an unknown catalog

@@ -110,7 +110,7 @@ class Sessions:
             raise ValidationError(f"mask must have {index.n_items} entries, got {mask.shape}")
         policy = self.policies[mode] if mode in self.policies else policy_for(mode)
         entry = self.learners.state(app, user_id, model)
-        view = self.learners.view(model, entry, model.model.predict(entry.state))
+        view = self.learners.view(model, entry, self.learners.predictions(app, user_id, model, entry))
         seed = self.seed if self.seed is not None else 0
         user_key = learner_key(app, user_id, catalog_id)
         rng = np.random.default_rng((seed, user_key, entry.state.n_events))
@@ -302,10 +302,10 @@ class Sessions:
         self, app: str, session: SessionState, model: CatalogModel, entry: _Cached
     ) -> tuple[AdaptiveStep, SessionState]:
         spec = session.spec
-        p = model.model.predict(entry.state)
+        predictions = self.learners.predictions(app, spec.user_id, model, entry)
         mask = self.content.mask(app, model, spec.filter)
         constraint_masks = [self.content.mask(app, model, c.filter) for c in spec.constraints or ()]
-        view = self.learners.view(model, entry, p)
+        view = self.learners.view(model, entry, predictions)
         rng = self._session_rng(app, session, entry.state.n_events)
         policy = self.policies[spec.mode.type]
         administered = self._administered_positions(app, session, model.index)
@@ -323,7 +323,7 @@ class Sessions:
                 recommendation_context=context,
                 reason=Reason(keyword=pick.keyword, description=pick.description),
             )
-        user_status = self.learners.status(model, entry, mask, p)
+        user_status = self.learners.status(model, entry, mask, predictions)
         session_status = session.status(self.clock(), user_status.proficiency)
         return AdaptiveStep(
             recommendation=recommendation, user_status=user_status, session_status=session_status

@@ -160,9 +160,8 @@ class _Cached:
             if id(state) in seen:
                 continue
             seen.add(id(state))
-            arrays = (state.ability, state.memory, state.items, state.signature, state.momentum)
-            # each array's data plus its object (~112 bytes), and the state object itself
-            total += sum(a.nbytes for a in arrays) + _ARRAY_OVERHEAD * len(arrays) + 100
+            # the arrays' data plus their objects (~112 bytes each), and the state object itself
+            total += state.nbytes + _ARRAY_OVERHEAD * 6 + 100
         # the entry, its key and its place in the cache
         return total + 200 * len(self.pending) + _ENTRY_OVERHEAD
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop._types import BoolArray
-from learnloop.recommend.view import LearnerView, catalog_topics, ready_topics
+from learnloop.recommend.view import LearnerView, catalog_topics, in_topic_of, per_position, ready_topics
 
 __all__ = ["AssessPolicy", "LearnPolicy", "Pick", "Policy", "ReviewPolicy", "policy_for"]
 
@@ -35,12 +35,12 @@ class Pick:
 
 
 def _first(mask: BoolArray) -> int:
-    return int(np.flatnonzero(mask)[0])
+    return int(np.argmax(mask))
 
 
 def _without(mask: BoolArray, position: int | None) -> BoolArray:
     """``mask`` without ``position``, unless that would leave nothing."""
-    if position is None or not mask[position] or mask.sum() <= 1:
+    if position is None or not mask[position] or np.count_nonzero(mask) <= 1:
         return mask
     out = mask.copy()
     out[position] = False
@@ -123,10 +123,10 @@ class LearnPolicy(Policy):
         mastered = view.mastered(threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak)
         requires = catalog_topics(index).requires
         ready_topic = ready_topics(index, mastered)
-        ready = candidates & ready_topic[index.item_topic]
+        ready = candidates & per_position(index, ready_topic)
 
         # a little seeded exploration among ready content
-        if ready.sum() > 1 and rng.random() < self.exploration:
+        if np.count_nonzero(ready) > 1 and rng.random() < self.exploration:
             position = int(rng.choice(np.flatnonzero(ready)))
             return Pick(
                 position,
@@ -148,12 +148,12 @@ class LearnPolicy(Policy):
             return pick
 
         pool = ready if ready.any() else candidates
-        topic_mastered = mastered[index.item_topic]
+        topic_mastered = per_position(index, mastered)
         open_pool = pool & ~topic_mastered
         if open_pool.any():
             position = _first(open_pool)
             topic = int(index.item_topic[position])
-            in_topic = open_pool & (index.item_topic == topic)
+            in_topic = in_topic_of(index, topic, open_pool)
             return self._in_topic(view, in_topic, topic, ready_is_known=bool(ready.any()), needs=requires(topic))
         # every reachable topic is mastered: practise the weakest
         positions = np.flatnonzero(pool)
@@ -208,7 +208,7 @@ class LearnPolicy(Policy):
                     f"item '{failed_id}' was answered incorrectly; its theory '{theory_id}' explains it",
                 )
         topic = int(index.item_topic[failed])
-        same_topic = candidates & (index.item_topic == topic) & ~index.is_theory
+        same_topic = in_topic_of(index, topic, candidates) & ~index.is_theory
         same_topic[failed] = False
         if not same_topic.any():
             return None
@@ -227,7 +227,7 @@ class LearnPolicy(Policy):
         index = view.index
         with np.errstate(invalid="ignore"):
             due = mastered & (view.recall < self.retention_threshold)
-        due_items = candidates & due[index.item_topic] & ~index.is_theory
+        due_items = candidates & per_position(index, due) & ~index.is_theory
         if not due_items.any():
             return None
         positions = np.flatnonzero(due_items)
@@ -267,18 +267,18 @@ class ReviewPolicy(Policy):
         index = view.index
         candidates = _without(eligible, previous)
         practised_topic = view.topic_attempts > 0
-        covered = candidates & practised_topic[index.item_topic] & ~index.is_theory
-        attempted = int(((view.attempts > 0) & eligible).sum())
+        covered = candidates & per_position(index, practised_topic) & ~index.is_theory
+        attempted = int(np.count_nonzero((view.attempts > 0) & eligible))
         if attempted < self.min_coverage or not covered.any():
             pool = candidates & index.scorable
             pool = pool if pool.any() else candidates
             positions = np.flatnonzero(pool)
-            position = int(positions[np.argmax(view.information[positions])])
+            position = int(positions[np.argmax(view.information_at(positions))])
             return Pick(
                 position,
                 "predicted_knowledge_gap",
                 f"coverage is thin ({attempted} items answered): item chosen for its information "
-                f"({view.information[position]:.3f}) at the current skill estimate",
+                f"({float(view.information_at(position)):.3f}) at the current skill estimate",
             )
         positions = np.flatnonzero(covered)
         recall = view.recall[index.item_topic[positions]]
@@ -333,7 +333,7 @@ class AssessPolicy(Policy):
             pool = eligible
         pool = _without(pool, previous)
         positions = np.flatnonzero(pool)
-        info = view.information[positions]
+        info = view.information_at(positions)
         k = min(self.top_k, len(positions))
         best = np.argpartition(-info, k - 1)[:k] if k < len(positions) else np.arange(len(positions))
         best = best[np.argsort(-info[best], kind="stable")]
@@ -342,7 +342,7 @@ class AssessPolicy(Policy):
         return Pick(
             position,
             "assessment",
-            f"item of maximum information ({view.information[position]:.3f}; predicted success "
+            f"item of maximum information ({float(view.information_at(position)):.3f}; predicted success "
             f"{view.p_correct[position]:.2f}), drawn among the {near.size} most informative",
         )
 

@@ -9,16 +9,21 @@ import numpy as np
 
 from learnloop._types import BoolArray, FloatArray, IntArray
 from learnloop.content import CatalogIndex
-from learnloop.tracing import TopicStructure
+from learnloop.tracing import LearnerState, TopicStructure
+from learnloop.tracing.predictions import Predictions, TopicRuns, topic_sums
 
 __all__ = [
     "LearnerView",
     "TopicExercises",
     "catalog_topics",
+    "in_topic_of",
+    "per_position",
     "ready_topics",
     "required_prerequisites",
     "subtree_sums",
+    "subtree_totals",
     "topic_exercises",
+    "topic_runs",
 ]
 
 
@@ -44,6 +49,62 @@ def subtree_sums(index: CatalogIndex, values: FloatArray) -> FloatArray:
     if segments.bounds.size:
         np.cumsum(np.add.reduceat(values, segments.bounds, axis=-1), axis=-1, out=prefix[..., 1:])
     return prefix[..., segments.end] - prefix[..., segments.start]
+
+
+def topic_runs(index: CatalogIndex) -> TopicRuns:
+    """The positions each topic owns (not its sub-topics'), as runs (made once, kept on the index)."""
+    return index.derived("recommend.runs", _topic_runs)
+
+
+def _topic_runs(index: CatalogIndex) -> TopicRuns:
+    topic = index.item_topic
+    order = np.argsort(topic, kind="stable").astype(np.intp)
+    ptr = np.zeros(index.n_topics + 1, dtype=np.intp)
+    np.cumsum(np.bincount(topic, minlength=index.n_topics), out=ptr[1:])
+    return TopicRuns(order, ptr, bool(np.array_equal(order, np.arange(order.size))))
+
+
+def per_position(index: CatalogIndex, values: np.ndarray) -> np.ndarray:
+    """``values[index.item_topic]``: one value per topic spread over the topic's own positions."""
+    runs = topic_runs(index)
+    if runs.identity:  # positions run topic by topic: repeating is a fraction of the cost of a gather
+        return np.repeat(values, runs.counts)
+    return values[index.item_topic]
+
+
+def in_topic_of(index: CatalogIndex, topic: int, mask: BoolArray) -> BoolArray:
+    """``mask & (index.item_topic == topic)``: the positions of ``mask`` that ``topic`` owns."""
+    runs = topic_runs(index)
+    if not runs.identity:
+        return mask & (index.item_topic == topic)
+    out = np.zeros_like(mask)
+    lo, hi = runs.ptr[topic], runs.ptr[topic + 1]
+    out[lo:hi] = mask[lo:hi]
+    return out
+
+
+def subtree_totals(index: CatalogIndex, own: FloatArray) -> FloatArray:
+    """From per-topic values of each topic's own positions (last axis), the totals over each subtree.
+
+    Topics are in pre-order, so a subtree is the range of topics from its root
+    to :func:`_subtree_end`; a catalog without sub-topics returns ``own`` itself.
+    """
+    end = index.derived("recommend.subtree_end", _subtree_end)
+    if end is None:
+        return own
+    prefix = np.zeros((*own.shape[:-1], own.shape[-1] + 1))
+    np.cumsum(own, axis=-1, out=prefix[..., 1:])
+    return prefix[..., end] - prefix[..., : own.shape[-1]]
+
+
+def _subtree_end(index: CatalogIndex) -> IntArray | None:
+    """Per topic, the topic after its subtree (None when no topic has sub-topics)."""
+    parent = index.topic_parent
+    if not (parent >= 0).any():
+        return None
+    chains = catalog_topics(index).chains[:, 1:]
+    size = 1 + np.bincount(chains[chains < index.n_topics], minlength=index.n_topics)
+    return (np.arange(index.n_topics) + size).astype(np.intp)
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,6 +209,10 @@ class LearnerView:
     recall: FloatArray
     last_seen: FloatArray | None = None
     last_failed: int | None = None
+    #: the learner state the arrays come from, and the predictions ``p_correct`` belongs to
+    #: (optional: when given, topic figures are read off the items met and carried predictions)
+    state: LearnerState | None = None
+    predictions: Predictions | None = None
 
     @cached_property
     def information(self) -> FloatArray:
@@ -155,16 +220,42 @@ class LearnerView:
         a = np.asarray(self.discrimination, dtype=np.float64)
         return a * a * self.p_correct * (1.0 - self.p_correct)
 
+    def information_at(self, positions: IntArray | int) -> FloatArray:
+        """:attr:`information` at some positions only."""
+        p = self.p_correct[positions]
+        a = self.discrimination if np.ndim(self.discrimination) == 0 else np.asarray(self.discrimination)[positions]
+        a = np.asarray(a, dtype=np.float64)
+        return a * a * p * (1.0 - p)
+
     @cached_property
     def _sums(self) -> FloatArray:
-        """Subtree sums of attempts, of scorable predicted success and of items not yet done."""
+        """Subtree sums of attempts, of scorable predicted success and of items not yet done.
+
+        Summed topic by topic over each topic's own positions, then over the
+        subtrees; attempts and items done are read off the items met when the
+        learner state is known, and the predicted success from
+        :class:`~learnloop.tracing.predictions.Predictions` carried from the
+        learner's previous state when given (the figures are the same).
+        """
         index = self.index
-        done = (self.attempts > 0) | (self.viewed >= 1.0)
-        stacked = np.empty((3, index.n_items))
-        stacked[0] = self.attempts
-        np.multiply(self.p_correct, index.scorable, out=stacked[1])
-        stacked[2] = ~done
-        return subtree_sums(index, stacked)
+        runs = topic_runs(index)
+        n_topics = index.n_topics
+        own = np.empty((3, n_topics))
+        state = self.state
+        if state is not None:
+            topic = index.item_topic[state.touched]
+            attempts, done = state.met_attempts, (state.met_attempts > 0) | (state.met_fraction >= 1.0)
+        else:
+            topic = index.item_topic
+            attempts, done = self.attempts.astype(np.float64), (self.attempts > 0) | (self.viewed >= 1.0)
+        own[0] = np.bincount(topic, weights=attempts, minlength=n_topics)
+        own[2] = runs.counts - np.bincount(topic, weights=done, minlength=n_topics)
+        predictions = self.predictions
+        if predictions is not None and predictions.p is self.p_correct:
+            own[1] = predictions.sums(predictions.items.scorable)  # (the catalog's, as the model holds it)
+        else:
+            own[1] = topic_sums(runs, self.p_correct, index.scorable)
+        return subtree_totals(index, own)
 
     @property
     def topic_attempts(self) -> FloatArray:
@@ -183,12 +274,19 @@ class LearnerView:
         out = np.zeros(index.n_topics, dtype=bool)
         if self.last_seen is None or length <= 0:
             return out
-        tried = np.flatnonzero((self.attempts > 0) & index.scorable & ~np.isnan(self.last_seen))
+        state = self.state
+        if state is not None:
+            met = state.touched
+            keep = (state.met_attempts > 0) & index.scorable[met] & ~np.isnan(state.met_timestamp)
+            tried, seen, scored = met[keep], state.met_timestamp[keep], state.met_score[keep]
+        else:
+            tried = np.flatnonzero((self.attempts > 0) & index.scorable & ~np.isnan(self.last_seen))
+            seen, scored = self.last_seen[tried], self.last_score[tried]
         if tried.size < length:
             return out
         topic = index.item_topic[tried]
-        order = np.lexsort((-self.last_seen[tried], topic))
-        topic, scores = topic[order], self.last_score[tried][order]
+        order = np.lexsort((-seen, topic))
+        topic, scores = topic[order], scored[order]
         starts = np.flatnonzero(np.r_[True, topic[1:] != topic[:-1]])
         counts = np.diff(np.r_[starts, topic.size])
         for start, count in zip(starts.tolist(), counts.tolist(), strict=True):

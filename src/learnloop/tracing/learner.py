@@ -56,10 +56,11 @@ from typing import Any
 
 import numpy as np
 
-from ._types import ArrayLike, FloatArray
+from ._types import ArrayLike, BoolArray, FloatArray
 from .ability import update_ability, update_additive
 from .forgetting import Memory, MemoryModel, as_epoch_seconds, recall_probability
 from .irt import expected_p_correct
+from .predictions import Predictions, TopicRuns, topic_sums
 from .state import (
     _ATT,
     _DIFF,
@@ -75,6 +76,7 @@ from .state import (
     LearnerState,
     _empty,
     _frozen,
+    _with_rows,
 )
 from .status import display_skill, item_credit
 from .structure import Event, ItemParams, TopicStructure
@@ -171,6 +173,9 @@ class LearnerModel:
         self._is_theory = items.is_theory.tolist()
         self._chains = [topics.chain(t).tolist() for t in range(topics.n_topics)]
         self._succ = [topics.successors(t).tolist() for t in range(topics.n_topics)]
+        self.runs = TopicRuns.of(items, topics.n_topics)
+        self.n_scorable = int(np.count_nonzero(items.scorable))
+        self._weights: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
 
     def new_state(self) -> LearnerState:
         """The state of a learner without any interaction."""
@@ -200,18 +205,28 @@ class LearnerModel:
         return self.update_many(state, (event,))
 
     def update_many(self, state: LearnerState, events: Iterable[Event]) -> LearnerState:
-        """Apply events in the given order with one copy of the state."""
+        """Apply events in the given order; the per-item rows copied are only those of the
+        items the learner met (and the new ones), not the whole catalog."""
+        events = list(events)
         ability = state.ability.copy()
         momentum = state.momentum.tolist()
         memory = state.memory.copy()
-        items = state.items.copy()
-        sig = state.signature.copy()
+        n = state.n_items
+        positions = [e.item for e in events if isinstance(e.item, (int, np.integer)) and 0 <= e.item < n]
+        touched, rows, sig, slots = _with_rows(state, positions)
         n_events = state.n_events
         for event in events:
-            if self._apply(ability, memory, items, sig, event, momentum):
+            if self._apply(ability, memory, rows, sig, slots, event, momentum):
                 n_events += 1
         return LearnerState(
-            _frozen(ability), _frozen(memory), _frozen(items), _frozen(sig), n_events, _frozen(np.array(momentum))
+            _frozen(ability),
+            _frozen(memory),
+            _frozen(touched),
+            _frozen(rows),
+            _frozen(sig),
+            n,
+            n_events,
+            _frozen(np.array(momentum)),
         )
 
     def replay(self, events: Iterable[Event], state: LearnerState | None = None) -> LearnerState:
@@ -241,23 +256,25 @@ class LearnerModel:
         self,
         ability: FloatArray,
         memory: FloatArray,
-        items: FloatArray,
+        rows: FloatArray,
         sig: np.ndarray,
+        slots: dict[int, int],
         event: Event,
         momentum: list[float],
     ) -> bool:
         problems = self._validate(event)
         if problems:
             raise ValueError("; ".join(problems))
-        i = event.item
+        i = int(event.item)
         ts = as_epoch_seconds(event.timestamp)
         signature = self.signature(event)
-        row = items[i]
-        if row[_TS] == ts and sig[i] == signature:
+        slot = slots[i]
+        row = rows[slot]
+        if row[_TS] == ts and sig[slot] == signature:
             return False  # exact duplicate of this item's latest event
         row[_TIME] += max(0, int(event.time_spent_ms or 0))
         row[_TS] = ts if math.isnan(row[_TS]) else max(row[_TS], ts)
-        sig[i] = signature
+        sig[slot] = signature
         topic = self._item_topic[i] if event.topic is None else event.topic
         score: float | None = None
         if event.kind == "view_theory":
@@ -386,6 +403,15 @@ class LearnerModel:
         topic = self.items.topic[idx]
         return expected_p_correct(mean[topic], sd[topic] ** 2, self.items.b[idx], self.items.a[idx])
 
+    def predictions(self, state: LearnerState, previous: Predictions | None = None) -> Predictions:
+        """:meth:`predict` of every item as :class:`~learnloop.tracing.predictions.Predictions`;
+        given the predictions of an earlier state, only the topics whose belief changed are
+        computed again (the result is the same)."""
+        mean, sd = self.topic_beliefs(state)
+        if previous is not None and previous.items is self.items:
+            return previous.advance(mean, sd)
+        return Predictions.compute(self.items, self.runs, mean, sd)
+
     def recall(self, state: LearnerState, at: float | Any) -> FloatArray:
         """Predicted recall probability per topic at time ``at`` (NaN: never reviewed)."""
         now = as_epoch_seconds(at)
@@ -399,31 +425,42 @@ class LearnerModel:
         *,
         p_correct: FloatArray | None = None,
         previous_display: float | None = None,
+        predictions: Predictions | None = None,
     ) -> Status:
         """All status figures over the items selected by a boolean ``mask``.
 
         The figures of :mod:`learnloop.tracing.status` (``proficiency``,
-        ``progress``, ``skill_level``, ``display_skill``), computed by dot
-        products over the mask: this is the one status computation of the
-        engine, for the v1 and v2 dialects alike.
+        ``progress``, ``skill_level``, ``display_skill``): this is the one status
+        computation of the engine, for the v1 and v2 dialects alike. The
+        predicted success is summed topic by topic (:func:`topic_sums`), so that
+        :class:`Predictions` carried from an earlier state give the same figure;
+        progress, time and the last interaction are read off the items met.
         """
         m = np.asarray(mask, dtype=bool)
-        p = self.predict(state) if p_correct is None else p_correct
+        if predictions is not None:
+            p = predictions.p
+        else:
+            p = self.predict(state) if p_correct is None else p_correct
         n = int(np.count_nonzero(m))
-        scorable = m & self.items.scorable
-        n_scorable = int(np.count_nonzero(scorable))
-        prof = float(np.dot(p, scorable)) / n_scorable if n_scorable else None
-        prog = float(np.dot(self.credit(state), m)) / n if n else 0.0
+        scorable, n_scorable = self._scorable_in(m)
+        prof = None
+        if n_scorable:
+            sums = predictions.sums(scorable) if predictions is not None else topic_sums(self.runs, p, scorable)
+            prof = float(sums.sum()) / n_scorable
+        # progress, time and the last interaction come from the items met only
+        met = state.touched[m[state.touched]]
+        rows = state.rows[m[state.touched]]
+        credit = item_credit(rows[:, _ATT], rows[:, _FRAC], self.items.is_theory[met])
+        prog = float(credit.sum()) / n if n else 0.0
         if prof is not None:
             skill = prof
         else:
             skill = float(np.dot(p, m)) / n if n else 0.0
-        stamps = state.last_timestamp
-        last = float(np.max(stamps, where=m & ~np.isnan(stamps), initial=-np.inf))
+        last = float(rows[:, _TS].max()) if rows.shape[0] else -np.inf
         return Status(
             proficiency=prof,
             progress=prog,
-            time_spent_ms=int(np.dot(state.time_spent_ms, m)),
+            time_spent_ms=int(rows[:, _TIME].sum()),
             last_interaction_timestamp=None if last == -np.inf else last,
             skill_level=skill,
             display_skill=(
@@ -432,6 +469,23 @@ class LearnerModel:
                 else float(display_skill(skill, prog, previous=previous_display))
             ),
         )
+
+    def _scorable_in(self, mask: BoolArray) -> tuple[BoolArray, int]:
+        """``mask`` and scorable, with its count; the same array for the same read-only mask."""
+        if mask.all():  # the whole catalog: the scorable items themselves
+            return self.items.scorable, self.n_scorable
+        if mask.flags.writeable:
+            w = mask & self.items.scorable
+            return w, int(np.count_nonzero(w))
+        found = self._weights.get(id(mask))
+        if found is None or found[0] is not mask:
+            w = mask & self.items.scorable
+            w.setflags(write=False)
+            found = (mask, w, int(np.count_nonzero(w)))
+            if len(self._weights) >= 64:
+                self._weights.clear()
+            self._weights[id(mask)] = found
+        return found[1], found[2]
 
     def credit(self, state: LearnerState) -> FloatArray:
         """Per-item progress credit in [0, 1]."""

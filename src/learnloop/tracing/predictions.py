@@ -1,0 +1,168 @@
+"""P(correct) of every item for one learner state, kept up to date by what changed.
+
+An item's predicted success depends only on its own parameters and on the
+belief (mean, sd) about the ability on its topic. :class:`Predictions` holds
+the beliefs, the predictions and, on demand, per-topic sums of the
+predictions; made from the predictions of an earlier state of the same
+learner (:meth:`Predictions.advance`), it recomputes only the items of the
+topics whose belief changed (an answer moves its topic, the nodes the model
+propagates it to, and the topics that borrow a changed belief) and the sums
+of those topics. The result is the same, bit for bit, as computing everything
+again: the same arithmetic runs on the same numbers, element by element, and
+every per-topic sum is taken over the same run of items in the same order
+(:func:`topic_sums`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._types import BoolArray, FloatArray, IntArray
+from .irt import expected_p_correct
+from .structure import ItemParams
+
+__all__ = ["Predictions", "TopicRuns", "topic_sums"]
+
+#: beyond this share of the items changed, everything is computed again
+_FULL_SHARE = 0.5
+
+
+@dataclass(frozen=True, eq=False)
+class TopicRuns:
+    """The items of each topic as one run: ``order`` lists the item positions topic
+    by topic (catalog order within a topic), topic ``t`` owning ``order[ptr[t]:ptr[t + 1]]``."""
+
+    order: IntArray
+    ptr: IntArray
+    identity: bool
+    counts: IntArray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "counts", np.diff(self.ptr))
+
+    @classmethod
+    def of(cls, items: ItemParams, n_topics: int) -> TopicRuns:
+        topic = np.asarray(items.topic, dtype=np.intp)
+        order = np.argsort(topic, kind="stable").astype(np.intp)
+        ptr = np.zeros(n_topics + 1, dtype=np.intp)
+        np.cumsum(np.bincount(topic, minlength=n_topics), out=ptr[1:])
+        return cls(order, ptr, bool(np.array_equal(order, np.arange(order.size))))
+
+    def positions(self, topics: IntArray) -> IntArray:
+        """The positions owned by ``topics``, run after run (in the order given)."""
+        lengths = self.ptr[topics + 1] - self.ptr[topics]
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.intp)
+        ends = np.cumsum(lengths)
+        flat = np.repeat(self.ptr[topics] - ends + lengths, lengths) + np.arange(total)
+        return flat if self.identity else self.order[flat]
+
+
+def topic_sums(
+    runs: TopicRuns,
+    values: FloatArray,
+    weights: np.ndarray | None = None,
+    topics: IntArray | None = None,
+    where: IntArray | None = None,
+) -> FloatArray:
+    """Per topic, the sum of ``values`` (times ``weights``) over the items it owns (0 for a topic without items).
+
+    With ``topics``, only those topics' sums (in that order; ``where`` their positions
+    when known). Each sum is one
+    ``np.add.reduceat`` segment over the topic's run, so a topic's sum does not
+    depend on which other topics are summed with it.
+    """
+    n_topics = runs.ptr.size - 1
+    chosen = np.arange(n_topics, dtype=np.intp) if topics is None else np.asarray(topics, dtype=np.intp)
+    out = np.zeros(chosen.size)
+    lengths = runs.counts[chosen]
+    filled = lengths > 0
+    if not filled.any():
+        return out
+    which = chosen[filled]
+    if where is None:  # (given: ``runs.positions(topics)``, which skips topics without items anyway)
+        where = runs.positions(which)
+    gathered = values[where] if weights is None else values[where] * weights[where]
+    starts = np.zeros(which.size, dtype=np.intp)
+    np.cumsum(lengths[filled][:-1], out=starts[1:])
+    out[filled] = np.add.reduceat(gathered, starts)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions:
+    """Beliefs per topic (``mean``, ``sd``) and P(correct) per item (``p``, read-only) of one state.
+
+    ``base``/``changed``: the predictions this one was advanced from and the
+    topics whose belief differs from it (sums over weights are then carried
+    over from ``base`` for the other topics).
+    """
+
+    items: ItemParams
+    runs: TopicRuns
+    mean: FloatArray
+    sd: FloatArray
+    p: FloatArray
+    base: Predictions | None = None
+    changed: IntArray | None = None
+    where: IntArray | None = None
+    _sums: dict[int, tuple[np.ndarray, FloatArray]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def compute(cls, items: ItemParams, runs: TopicRuns, mean: FloatArray, sd: FloatArray) -> Predictions:
+        """Everything from the beliefs."""
+        p = expected_p_correct(mean[items.topic], sd[items.topic] ** 2, items.b, items.a)
+        p.setflags(write=False)
+        return cls(items, runs, mean, sd, p)
+
+    def advance(self, mean: FloatArray, sd: FloatArray) -> Predictions:
+        """The predictions for new beliefs, recomputing only the topics whose belief changed."""
+        if mean.shape != self.mean.shape:
+            return Predictions.compute(self.items, self.runs, mean, sd)
+        changed = np.flatnonzero((mean != self.mean) | (sd != self.sd))
+        if changed.size == 0:
+            return self
+        where = self.runs.positions(changed)
+        if where.size > _FULL_SHARE * self.p.size:
+            return Predictions.compute(self.items, self.runs, mean, sd)
+        items = self.items
+        topic = items.topic[where]
+        p = self.p.copy()
+        p[where] = expected_p_correct(mean[topic], sd[topic] ** 2, items.b[where], items.a[where])
+        p.setflags(write=False)
+        # only one step of history is kept, so that a chain of states is not held in memory
+        return Predictions(items, self.runs, mean, sd, p, base=self._detached(), changed=changed, where=where)
+
+    def _detached(self) -> Predictions:
+        if self.base is None:
+            return self
+        return Predictions(self.items, self.runs, self.mean, self.sd, self.p, _sums=dict(self._sums))
+
+    def sums(self, weights: BoolArray) -> FloatArray:
+        """Per topic, the sum of ``p`` over the items of ``weights`` it owns.
+
+        Kept per weights object (pass the same read-only array each time to
+        have the sums carried over from one state to the next).
+        """
+        key = id(weights)
+        found = self._sums.get(key)
+        if found is not None and found[0] is weights:
+            return found[1]
+        base = self.base
+        carried = None if base is None else base._sums.get(key)
+        if carried is not None and carried[0] is weights and self.changed is not None:
+            out = carried[1].copy()
+            out[self.changed] = topic_sums(self.runs, self.p, weights, self.changed, self.where)
+        else:
+            out = topic_sums(self.runs, self.p, weights)
+        out.setflags(write=False)
+        with self._lock:
+            self._sums[key] = (weights, out)
+            while len(self._sums) > 8:  # a few filters per learner at most
+                self._sums.pop(next(iter(self._sums)))
+        return out
