@@ -11,8 +11,9 @@ repository's ``data/``, https://github.com/jennyzhang0215/DKVMN) and
 https://github.com/chrispiech/DeepKnowledgeTracing).
 
 Protocol, per split: every model is fitted on the train file only; the engine's
-settings are chosen by :func:`learnloop.evaluate.fit_options` on 3 folds of the
-train file's learners; then every response of the test file is predicted once,
+settings, and whether its items are then refined to its own predictions
+(``EngineModel(refine=...)``), are chosen by :func:`learnloop.evaluate.fit_options`
+on 3 folds of the train file's learners; then every response of the test file is predicted once,
 from the same learner's earlier test responses only (the next-response protocol of
 :mod:`learnloop.evaluate`), and scored. The test file is read once per figure.
 STATICS is modelled with its 1,223 questions as items and their 98 skills as
@@ -84,7 +85,7 @@ def worker(root: Path, split: str, model_name: str, options: str, out: Path) -> 
         "per-item mean": ev.ItemMean,
         "BKT per skill": lambda: ev.BKTModel(n_restarts=5, seed=0),
         "engine (defaults)": lambda: ev.EngineModel(),
-        "engine (fitted)": lambda: ev.EngineModel(json.loads(options)),
+        "engine (fitted)": lambda: ev.EngineModel(json.loads(options)["options"], refine=json.loads(options)["refine"]),
     }[model_name]()
     t0 = time.perf_counter()
     model.fit(train)
@@ -104,7 +105,11 @@ def fit_worker(root: Path, split: str, out: Path, folds: int) -> None:
     t = time.perf_counter()
     fit = fit_options(train, folds=folds, progress=sys.stderr.isatty())
     chosen = {k: v for k, v in dataclasses.asdict(fit.options).items() if k != "memory_model" and v is not None}
-    out.write_text(json.dumps({"options": chosen, "log_loss": fit.log_loss, "seconds": time.perf_counter() - t}))
+    out.write_text(
+        json.dumps(
+            {"options": chosen, "refine": fit.refine, "log_loss": fit.log_loss, "seconds": time.perf_counter() - t}
+        )
+    )
 
 
 def run_worker(args: list[str]) -> None:
@@ -186,19 +191,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for split in args.splits:
-            chosen: dict[str, Any] = {"options": {}}
+            chosen: dict[str, Any] = {"options": {}, "refine": None}
             print(f"\n## {split}\n")
             if "engine (fitted)" in args.models:
                 fitted = workdir / f"{split}_options.json"
                 run_worker([str(args.data_dir), "--fit-worker", split, str(fitted), "--folds", str(args.folds)])
                 chosen = json.loads(fitted.read_text())
                 print(f"engine settings chosen on {args.folds} folds of the training learners in "
-                      f"{chosen['seconds']:.0f} s (validation log loss {chosen['log_loss']:.4f}): {chosen['options']}\n")  # fmt: skip
+                      f"{chosen['seconds']:.0f} s (validation log loss {chosen['log_loss']:.4f}): {chosen['options']}, "
+                      f"items refined: {chosen['refine']}\n")  # fmt: skip
             print("| model | AUC | RMSE | log loss | ECE | fit | replay | replay rate | peak RSS |")
             print("|---|---|---|---|---|---|---|---|---|")
             for name in args.models:
                 out = workdir / f"{split}_{len(summary)}.npz"
-                run_worker([str(args.data_dir), "--worker", split, name, json.dumps(chosen["options"]), str(out)])
+                fitted_model = json.dumps({"options": chosen["options"], "refine": chosen["refine"]})
+                run_worker([str(args.data_dir), "--worker", split, name, fitted_model, str(out)])
                 with np.load(out) as z:
                     m = metrics(z["y"], z["p"])
                     fit_s, replay_s, rss, n = float(z["fit"]), float(z["replay"]), float(z["rss"]), z["y"].size

@@ -39,12 +39,15 @@ DEFAULT_GRID: dict[str | tuple[str, ...], tuple[Any, ...]] = {
 @dataclass(frozen=True)
 class OptionsFit:
     """The chosen settings, their mean validation log loss, every setting tried with its
-    score (in order), and whether the search was stopped early (Ctrl-C)."""
+    score (in order), whether the search was stopped early (Ctrl-C), and the item refinement
+    chosen (``EngineModel(refine=...)``: None, ``"b"`` or ``"ab"``; tried in ``tried`` as
+    ``{"refine": ...}`` with the chosen settings)."""
 
     options: LearnerOptions
     log_loss: float
     tried: tuple[tuple[dict[str, Any], float], ...]
     interrupted: bool = False
+    refine: str | None = None
 
 
 def _valid(options: dict[str, Any]) -> bool:
@@ -62,6 +65,7 @@ def fit_options(
     progress: bool = True,
     index: CatalogIndex | None = None,
     calibration: bool | str = True,
+    refine: Sequence[str] = ("b", "ab"),
 ) -> OptionsFit:
     """Choose the learner model's settings by coordinate search on ``folds`` folds of
     ``train``'s learners: each setting in turn takes the value of ``grid`` with the
@@ -71,6 +75,10 @@ def fit_options(
     Only ``train`` is read: keep the test learners out of it. Ctrl-C stops the search
     and returns the best settings found so far. ``index``: an engine's compiled catalog
     to fit on (see :class:`EngineModel`), instead of one topic per skill of the log.
+
+    Then each item refinement of ``refine`` (see :class:`EngineModel`) is tried with the chosen
+    settings, on the same folds (refined on each fold's training part), and kept if it lowers
+    the mean validation log loss.
     """
     grid = dict(DEFAULT_GRID if grid is None else grid)
     names = {n for key in grid for n in ((key,) if isinstance(key, str) else key)}
@@ -115,7 +123,22 @@ def fit_options(
                     break
         except KeyboardInterrupt:
             interrupted = True
-    return OptionsFit(dataclasses.replace(base, **current), best, tuple(tried), interrupted)
+    chosen = dataclasses.replace(base, **current)
+    refined: str | None = None
+    try:
+        for kind in () if interrupted else refine:
+            losses = []
+            for (fold_train, valid), b in zip(parts, calibrated, strict=True):
+                model = EngineModel(chosen, index=index, refine=kind)
+                model.calibration_ = dict(b)
+                model.refine_items(fold_train)
+                losses.append(log_loss(valid.correct, model.predict(valid)))
+            tried.append(({"refine": kind}, float(np.mean(losses))))
+            if tried[-1][1] < best - 1e-7:
+                best, refined = tried[-1][1], kind
+    except KeyboardInterrupt:
+        interrupted = True
+    return OptionsFit(chosen, best, tuple(tried), interrupted, refined)
 
 
 def fit_engine(
@@ -134,7 +157,8 @@ def fit_engine(
     predictions on the catalog use them from then on, in every process on the store.
 
     The search is :func:`fit_options` on folds of the catalog's learners, on the catalog
-    itself (hierarchy and prerequisites included), starting from the settings in use.
+    itself (hierarchy and prerequisites included), starting from the settings in use; no item
+    refinement is tried (the items' calibration is :meth:`learnloop.Engine.calibrate`'s).
     """
     columns = engine.event_log(catalog_id, app=app)
     if not columns["score"]:
@@ -149,6 +173,7 @@ def fit_engine(
         seed=seed,
         progress=progress,
         index=engine.catalog_index(catalog_id, app=app),
+        refine=(),  # the engine keeps its own calibration of the items: settings only
     )
     if not fit.interrupted:
         engine.set_learner_options(catalog_id, fit.options, app=app)

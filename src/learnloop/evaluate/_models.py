@@ -19,6 +19,7 @@ from learnloop._types import FloatArray
 from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.datasets import ResponseLog
 from learnloop.tracing import BKT, Sequences, calibrate, predict_sequences
+from learnloop.tracing.calibration import refine_step
 from learnloop.tracing.replay import trace
 
 __all__ = ["BKTModel", "EngineModel", "GlobalMean", "ItemMean", "Model", "SkillMean"]
@@ -156,6 +157,13 @@ class EngineModel:
     estimated) when ``calibrate`` is True, 2PL (discriminations too) when it is ``"2pl"``,
     none when False.
 
+    ``refine``: then fit the items to the model's own next-response predictions on the training
+    log, ``refine_iterations`` Gauss-Newton steps (:func:`learnloop.tracing.calibration.refine_step`),
+    each from a fresh replay: ``"b"`` the difficulties, ``"ab"`` difficulties and discriminations
+    (None: keep the static calibration). A static calibration takes each learner's ability as
+    constant; the online model sees it move with every answer, so the difficulty that predicts
+    best from a learner's past differs, e.g. for items met mostly early or late in a course.
+
     Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace`;
     an answer is posted on its item's first skill, as :meth:`ResponseLog.events` posts it.
     With ``index`` (an engine's compiled catalog, e.g. ``engine.catalog_index(cid)``) the model
@@ -171,7 +179,13 @@ class EngineModel:
         name: str = "learnloop engine model",
         progress: bool = False,
         index: CatalogIndex | None = None,
+        refine: str | None = None,
+        refine_iterations: int = 2,
     ) -> None:
+        if refine not in (None, "b", "ab"):
+            raise ValueError(f"refine must be None, 'b' or 'ab', got {refine!r}")
+        self.refine = refine
+        self.refine_iterations = refine_iterations
         self.index = index
         self.options = LearnerOptions.of(options)
         self.calibrate = calibrate
@@ -201,6 +215,32 @@ class EngineModel:
             self.calibration_ = {
                 train.item_ids[i]: {"b": float(fit.b[i]), "a": float(fit.a[i])} for i in np.flatnonzero(seen).tolist()
             }
+        if self.refine and train.n_responses:
+            self.refine_items(train)
+        return self
+
+    def refine_items(self, train: ResponseLog) -> EngineModel:
+        """Fit the calibrated items to the model's own predictions on ``train`` (see ``refine``)."""
+        ids = [item for item in train.item_ids if item in self.calibration_]
+        at = {item: k for k, item in enumerate(train.item_ids)}
+        rows = np.asarray([at[item] for item in ids], dtype=np.intp)
+        start_b = np.zeros(train.n_items)
+        start_a = np.ones(train.n_items)
+        start_b[rows] = [self.calibration_[item]["b"] for item in ids]
+        start_a[rows] = [self.calibration_[item].get("a", 1.0) for item in ids]
+        b, a = start_b.copy(), start_a.copy()
+        for _ in range(self.refine_iterations):
+            b, a = refine_step(
+                train.item,
+                train.correct,
+                self.predict(train),
+                b,
+                a,
+                b_prior_mean=start_b,
+                a_prior_mean=start_a,
+                a_prior_sd=0.3 if self.refine == "ab" else None,
+            )
+            self.calibration_ = {item: {"b": float(b[k]), "a": float(a[k])} for item, k in zip(ids, rows.tolist())}
         return self
 
     def catalog_model(self, log: ResponseLog) -> CatalogModel:

@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 
 from ._types import ArrayLike, FloatArray
 
-__all__ = ["Calibration", "calibrate"]
+__all__ = ["Calibration", "calibrate", "refine_step"]
 
 
 @dataclass(frozen=True)
@@ -226,3 +226,54 @@ def calibrate(
         interrupted=interrupted,
         ability_sd=sigma,
     )
+
+
+def refine_step(
+    item: ArrayLike,
+    score: ArrayLike,
+    p: ArrayLike,
+    b: ArrayLike,
+    a: ArrayLike,
+    *,
+    b_prior_mean: ArrayLike,
+    a_prior_mean: ArrayLike = 1.0,
+    b_prior_sd: float = 0.45,
+    a_prior_sd: float | None = 0.3,
+) -> tuple[FloatArray, FloatArray]:
+    """One Gauss-Newton step on the items' ``b`` (and ``log a`` unless ``a_prior_sd`` is None) of
+    a model that predicted ``p`` for each response, its logit being ``a (θ − b)``.
+
+    ``item`` and ``score`` give the responses, ``b`` and ``a`` the current parameters (one per
+    item). The logit's derivatives are taken as ``−a`` in ``b`` and ``logit(p)`` in ``log a``,
+    θ held fixed: for an online learner model (whose θ moves with each answer, and whose
+    predictions shrink toward ½ with the uncertainty) this is the step of a discriminative fit of
+    the items to its own next-response predictions, repeated with fresh predictions. The priors
+    ``b ~ N(b_prior_mean, b_prior_sd²)`` and ``log a ~ N(log a_prior_mean, a_prior_sd²)`` keep
+    each item near a static calibration. ``b`` is kept in ±6 and ``a`` in [e^−1.5, e^1.5].
+    """
+    i = np.asarray(item, dtype=np.intp).ravel()
+    y = np.asarray(score, dtype=np.float64).ravel()
+    q = np.clip(np.asarray(p, dtype=np.float64).ravel(), 1e-9, 1.0 - 1e-9)
+    b = np.asarray(b, dtype=np.float64).astype(np.float64, copy=True)
+    log_a = np.log(np.asarray(a, dtype=np.float64))
+    if not i.size == y.size == q.size:
+        raise ValueError(f"item, score and p differ in length: {i.size}, {y.size}, {q.size}")
+    n = b.size
+    b0 = np.broadcast_to(np.asarray(b_prior_mean, dtype=np.float64), (n,))
+    la0 = np.log(np.broadcast_to(np.asarray(a_prior_mean, dtype=np.float64), (n,)))
+    w, r = q * (1.0 - q), y - q
+    x_b = -np.exp(log_a)[i]
+    lam_b = 1.0 / b_prior_sd**2
+    g_b = np.bincount(i, weights=r * x_b, minlength=n) - lam_b * (b - b0)
+    h_bb = np.bincount(i, weights=w * x_b * x_b, minlength=n) + lam_b
+    if a_prior_sd is None:
+        return np.clip(b + g_b / h_bb, -6.0, 6.0), np.exp(log_a)
+    x_a = np.log(q / (1.0 - q))
+    lam_a = 1.0 / a_prior_sd**2
+    g_a = np.bincount(i, weights=r * x_a, minlength=n) - lam_a * (log_a - la0)
+    h_aa = np.bincount(i, weights=w * x_a * x_a, minlength=n) + lam_a
+    h_ab = np.bincount(i, weights=w * x_a * x_b, minlength=n)
+    det = h_bb * h_aa - h_ab * h_ab  # positive: the priors make each 2x2 block positive definite
+    new_b = b + (h_aa * g_b - h_ab * g_a) / det
+    new_log_a = log_a + (h_bb * g_a - h_ab * g_b) / det
+    return np.clip(new_b, -6.0, 6.0), np.exp(np.clip(new_log_a, -1.5, 1.5))
