@@ -2,12 +2,14 @@
 
     python benchmarks/fit_voice_real.py SO762_DIR [--out src/learnloop/voice/assessment.json]
 
-Choices (the phone network's size and penalty, the word and utterance ridge, the
-band knot of the phone "retry" edge and the ``is_matched`` threshold) are made on
+Choices (the phone network's size and penalty, the word, utterance and *said* ridges,
+the band knot of the phone "retry" edge and the ``is_matched`` threshold) are made on
 five speaker folds inside the train split; the final models are then fitted on the
-whole train split. The word and utterance stages are fitted on out-of-fold
-predictions of the stage before, so that they learn how far to trust them on
-speakers the phone network has not seen. Prints the fold figures of every choice.
+whole train split, each on the rows its fold models were fitted on (the word stage on
+the corpus' own words: the unsaid words are the *said* stage's to handle). The word and
+utterance stages are fitted on out-of-fold predictions of the stage before, so that
+they learn how far to trust them on speakers the phone network has not seen. Prints
+the fold figures of every choice.
 
 Data: see ``benchmarks/_so762.py`` (speechocean762, Zhang et al. 2021, CC BY 4.0).
 """
@@ -112,38 +114,37 @@ def training_set(
     return out_ev, out_p, out_w, out_u, np.array(out_t), np.array(out_real), np.array(out_fold)
 
 
+Fit = Callable[[np.ndarray, np.ndarray], Callable[[np.ndarray], np.ndarray]]
+
+
 def choose(
     what: str,
-    penalties: list[float],
-    fit: Callable[[np.ndarray, np.ndarray, float], Callable[[np.ndarray], np.ndarray]],
+    candidates: list[tuple[str, Fit]],
     x: np.ndarray,
     y: np.ndarray,
     fold: np.ndarray,
     trainable: np.ndarray,
     judge: Callable[[np.ndarray], float],
-) -> tuple[float, np.ndarray]:
-    """The penalty whose out-of-fold predictions ``judge`` rates best, and those predictions
+) -> tuple[Fit, np.ndarray]:
+    """The candidate whose out-of-fold predictions ``judge`` rates best, and those predictions
     (each fold predicted by a model fitted on the ``trainable`` rows of the other folds)."""
-    best: tuple[float, float, np.ndarray] | None = None
-    for penalty in penalties:
+    best: tuple[float, Fit, np.ndarray] | None = None
+    for name, fit in candidates:
         oof = np.zeros(len(y))
         for k in np.unique(fold):
             tr = (fold != k) & trainable
-            oof[fold == k] = fit(x[tr], y[tr], penalty)(x[fold == k])
+            oof[fold == k] = fit(x[tr], y[tr])(x[fold == k])
         score = judge(oof)
-        print(f"  {what} ridge={penalty}: fold {score:.4f}")
+        print(f"  {what} {name}: fold {score:.4f}")
         if best is None or score > best[0]:
-            best = (score, penalty, oof)
+            best = (score, fit, oof)
     assert best is not None
     return best[1], best[2]
 
 
-def _ridge(x: np.ndarray, y: np.ndarray, penalty: float) -> Callable[[np.ndarray], np.ndarray]:
-    return fit_linear(x, y, ridge=penalty)
-
-
-def _logistic(x: np.ndarray, y: np.ndarray, penalty: float) -> Callable[[np.ndarray], np.ndarray]:
-    return fit_logistic(x, y, ridge=penalty)
+def ridges(fit: Callable[..., Callable[[np.ndarray], np.ndarray]]) -> list[tuple[str, Fit]]:
+    """``fit`` with each of the ridge penalties ``RIDGES``."""
+    return [(f"ridge={r}", lambda x, y, r=r: fit(x, y, ridge=r)) for r in RIDGES]
 
 
 def synthetic_phones(root: Path, folds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -250,18 +251,12 @@ def main() -> None:
     )
     wfold = np.repeat(fold_of_utt, np.diff(wat))
     wreal = np.repeat(real, np.diff(wat))
-    word_ridge, word_oof = choose(
-        "word (PCC)", RIDGES, _ridge, wx, wy, wfold, wreal, lambda oof: pcc(oof[wreal], wy[wreal])
-    )
-    word_oof = np.clip(word_oof, 0.0, 10.0)
-
     # said or not: real words (and the said words around an inserted one) against the
     # words of a text that was not said
     unsaid = np.concatenate(unsaid_flags)
-    said_ridge, logit = choose(
+    said_fit, logit = choose(
         "said (AUC, said vs unsaid words)",
-        RIDGES,
-        _logistic,
+        ridges(fit_logistic),
         wx,
         (~unsaid).astype(float),
         wfold,
@@ -269,6 +264,19 @@ def main() -> None:
         lambda oof: auc(oof, ~unsaid),
     )
     p_said = 1.0 / (1.0 + np.exp(-logit))
+    # the accuracy of a said word, learned from the corpus' words only (the unsaid words are
+    # P(said)'s to handle), chosen by the fold PCC of the word score: P(said) x the prediction
+    word_fit, word_oof = choose(
+        "word (PCC of P(said) x prediction)",
+        ridges(fit_linear),
+        wx,
+        wy,
+        wfold,
+        wreal,
+        lambda oof: pcc((p_said * np.clip(oof, 0.0, 10.0))[wreal], wy[wreal]),
+    )
+    word_oof = np.clip(word_oof, 0.0, 10.0)
+    print(f"  word fold PCC without P(said): {pcc(word_oof[wreal], wy[wreal]):.4f}")
     # is_matched: the P(said) below which 3 % of the words the experts rate 8-10 fall
     good = wreal & (wy >= 8)
     matched_above = float(np.quantile(p_said[good], 0.03))
@@ -278,7 +286,12 @@ def main() -> None:
         f"{np.mean(p_said[unsaid] < matched_above):.1%} of words not said"
     )
     gated_word = p_said * word_oof
-    print(f"  word fold PCC with P(said): {pcc(gated_word[wreal], wy[wreal]):.4f}")
+    wrong_text = np.repeat(~real & (total_y == 0), np.diff(wat))
+    print(
+        f"  word fold PCC with P(said): {pcc(gated_word[wreal], wy[wreal]):.4f}; word score of the words of a text "
+        f"not said: mean {10 * np.mean(gated_word[wrong_text]):.1f}, 60 or more {np.mean(gated_word[wrong_text] >= 6):.1%}"
+        f"; of an inserted word: mean {10 * np.mean(gated_word[unsaid & ~wrong_text]):.1f}"
+    )
 
     # -- utterance stage ---------------------------------------------------------------
     ux = np.concatenate(
@@ -288,8 +301,8 @@ def main() -> None:
         ]
     )
     uy = total_y
-    utt_ridge, total_oof = choose(
-        "utterance (PCC)", RIDGES, _ridge, ux, uy, fold_of_utt, real, lambda oof: pcc(oof[real], uy[real])
+    utt_fit, total_oof = choose(
+        "utterance (PCC)", ridges(fit_linear), ux, uy, fold_of_utt, real, lambda oof: pcc(oof[real], uy[real])
     )
     share_said = np.add.reduceat(p_said, wat[:-1]) / np.diff(wat)
     gated_total = total_oof * share_said
@@ -304,7 +317,8 @@ def main() -> None:
     print(
         f"  with P(said) (the shipped rule: words and total scaled, phones not), fold PCC on the corpus' utterances: "
         f"phone {pcc(phone_oof[is_real], y[is_real]):.4f} (scaled too: {pcc(gated_phone[is_real], y[is_real]):.4f}), "
-        f"total {pcc(gated_total[real], uy[real]):.4f}; phrases not said at all: total {np.mean(gated_total[~real & (uy == 0)]):.2f} on average"
+        f"total {pcc(gated_total[real], uy[real]):.4f}; phrases not said at all: total {np.mean(gated_total[~real & (uy == 0)]):.2f} on average, "
+        f"{np.mean(gated_total[~real & (uy == 0)] >= 4):.1%} of them 40 or more"
     )
 
     if args.dump:
@@ -327,9 +341,9 @@ def main() -> None:
 
     # -- final fit on the whole train split --------------------------------------------
     phone = fit_network(np.concatenate([x[is_real], sx]), np.concatenate([y[is_real], sy]), hidden=hidden, l2=l2)
-    word = fit_linear(wx, wy, ridge=word_ridge)
-    utterance = fit_linear(ux[real], uy[real], ridge=utt_ridge)
-    said = fit_logistic(wx, (~unsaid).astype(float), ridge=said_ridge)
+    word = word_fit(wx[wreal], wy[wreal])  # the corpus' words, as on the folds
+    utterance = utt_fit(ux[real], uy[real])
+    said = said_fit(wx, (~unsaid).astype(float))
     model = Assessor(phone, word, utterance, bands, said, matched_above)
     model.save(str(args.out))
     print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KB) in {time.perf_counter() - t0:.0f} s")

@@ -83,6 +83,29 @@ def test_a_text_that_was_not_said_scores_low(scorer: PronunciationScorer, clips:
     unsaid = scorer.score(clips["phrase"], OTHER)
     assert unsaid.overall_score < 40 <= said.overall_score
     assert sum(w.is_matched for w in unsaid.word_scores) <= 2
+    assert np.mean([w.score for w in unsaid.word_scores]) < 40
+
+
+def test_learners_scored_against_a_sentence_they_did_not_read_score_low(
+    scorer: PronunciationScorer, corpus: dict[str, dict]
+) -> None:
+    # each utterance of the slice against the text of another speaker's utterance (the slice
+    # holds 4 consecutive utterances per speaker): the experts would score every word 0
+    model = default_assessor()
+    utts = sorted(corpus)
+    overall, words, matched = [], [], []
+    for k, utt in enumerate(utts):
+        other = corpus[utts[(k + 5) % len(utts)]]["words"]
+        audio = (SLICE / "WAVE" / f"{utt}.WAV").read_bytes()
+        ev = scorer.evidence(audio, " ".join(w["text"] for w in other), pronunciations=[w["phones"] for w in other])
+        j = model.judge(ev)
+        overall.append(j.overall_score)
+        words += list(j.word_scores)
+        matched += list(j.said >= model.matched_above)
+    # measured: overall 19 on average, 1 of 32 at 40 or more; word scores 30 on average, 13 % matched
+    assert np.mean(np.array(overall) < 40) >= 0.9 and np.mean(overall) < 30
+    assert np.mean(words) < 40
+    assert np.mean(matched) < 0.25
 
 
 def test_multichoice_goes_by_how_well_the_audio_fits_not_by_the_score(
