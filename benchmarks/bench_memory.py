@@ -105,8 +105,14 @@ def cache_breakdown(engine: Any) -> dict[str, int]:
     """The learner-state cache: state arrays (by array), checkpoints, the rest."""
     cache = engine._learners.tracker._cache
     out = {"entries": 0, "ability": 0, "memory": 0, "items": 0, "signature": 0, "checkpoints": 0, "accounted": 0}
-    # the items met: their positions and rows ("items"), the signatures of their last events ("signature")
-    parts = {"ability": ("ability",), "memory": ("memory",), "items": ("touched", "rows"), "signature": ("sig",)}
+    # a state holds the topics and the items the learner met: their numbers and rows (ability,
+    # memory, "items"), and the signatures of the items' last events ("signature")
+    parts = {
+        "ability": ("ability_topics", "ability_rows", "overall_row"),
+        "memory": ("memory_topics", "memory_rows"),
+        "items": ("touched", "rows"),
+        "signature": ("sig",),
+    }
     seen: set[int] = set()
     with cache._lock:
         entries = [value for value, _ in cache._data.values()]

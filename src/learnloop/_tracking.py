@@ -213,6 +213,7 @@ class Tracker:
 
     def _remember(self, key: tuple[str, str, str], entry: _Cached) -> None:
         if entry.revision != 0:  # learners without events share one empty entry, never cached
+            entry.state.compact()  # the cache keeps the items met, not dense arrays made on demand
             self._cache.put(key, entry)
 
     @property

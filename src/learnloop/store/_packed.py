@@ -69,14 +69,10 @@ class DocCodec:
         for name, value in fields.items():
             if name.__class__ is not str:
                 return encode_doc(fields)  # JSON turns such names into strings: kept as JSON does
-            ref = -1
-            if value.__class__ is str:
-                for at, part in enumerate(key):
-                    if value == part:
-                        ref = at
-                        break
-            refs.append(ref)
-            if ref < 0:
+            if value.__class__ is str and value in key:  # the first key part equal to it
+                refs.append(key.index(value))
+            else:
+                refs.append(-1)
                 values.append(value)
         body = _ENCODER.encode(values).encode("utf-8")
         shape = (tuple(fields), tuple(refs))

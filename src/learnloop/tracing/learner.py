@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -179,12 +179,9 @@ class LearnerModel:
 
     def new_state(self) -> LearnerState:
         """The state of a learner without any interaction."""
-        state = _empty(self.topics.n_topics, self.items.n_items, self.prior_var)
-        if self.hierarchy == "additive":  # topics hold deviations from their parents: N(0, topic_var)
-            ability = state.ability.copy()
-            ability[:-1, 1] = max(self.topic_var, 1e-6)
-            state = replace(state, ability=_frozen(ability))
-        return state
+        # in the additive hierarchy, topics hold deviations from their parents: N(0, topic_var)
+        topic_var = max(self.topic_var, 1e-6) if self.hierarchy == "additive" else None
+        return _empty(self.topics.n_topics, self.items.n_items, self.prior_var, topic_var)
 
     # -- update ----------------------------------------------------------------
 
@@ -208,9 +205,9 @@ class LearnerModel:
         """Apply events in the given order; the per-item rows copied are only those of the
         items the learner met (and the new ones), not the whole catalog."""
         events = list(events)
-        ability = state.ability.copy()
+        ability = np.array(state.ability)
         momentum = state.momentum.tolist()
-        memory = state.memory.copy()
+        memory = np.array(state.memory)
         n = state.n_items
         positions = [e.item for e in events if isinstance(e.item, (int, np.integer)) and 0 <= e.item < n]
         touched, rows, sig, slots = _with_rows(state, positions)
@@ -218,15 +215,16 @@ class LearnerModel:
         for event in events:
             if self._apply(ability, memory, rows, sig, slots, event, momentum):
                 n_events += 1
-        return LearnerState(
-            _frozen(ability),
-            _frozen(memory),
+        return LearnerState.make(
+            ability,
+            memory,
             _frozen(touched),
             _frozen(rows),
             _frozen(sig),
-            n,
-            n_events,
-            _frozen(np.array(momentum)),
+            n_items=n,
+            n_events=n_events,
+            momentum=np.array(momentum),
+            ability_blank=state.ability_blank,
         )
 
     def replay(self, events: Iterable[Event], state: LearnerState | None = None) -> LearnerState:
@@ -371,29 +369,31 @@ class LearnerModel:
         chains = self.topics.chains
         if self.hierarchy == "additive":  # the ability on a topic is the sum along its chain
             on_chain = np.arange(chains.shape[1])[None, :] < (self.topics.depth + 2)[:, None]
-            rows = state.ability[chains]
+            table = state.ability
+            rows = table[chains]
             mean = (rows[:, :, 0] * on_chain).sum(axis=1)
             var = (rows[:, :, 1] * on_chain).sum(axis=1)
             if self.momentum_var > 0.0:  # the short-lived component, decayed to the next answer
                 mean = mean + self.momentum_decay * state.momentum[0]
                 var = var + self.momentum_decay**2 * state.momentum[1] + self.momentum_var
             if self.novelty:
-                mean = mean - self.novelty * (state.ability[:-1, 2] <= 0.0)
+                mean = mean - self.novelty * (table[:-1, 2] <= 0.0)
             return mean, np.sqrt(var)
-        informed = state.ability[chains, 2] > 0.0
+        table = state.ability
+        informed = table[chains, 2] > 0.0
         informed[:, -1] = True  # the overall node is always usable
         level = informed.argmax(axis=1)
         node = chains[np.arange(chains.shape[0]), level]
         # padding repeats the overall node, so the level of the overall node is its first column
-        mean = state.ability[node, 0]
-        var = state.ability[node, 1] + self.topic_var * np.minimum(level, self.topics.depth + 1)
+        mean = table[node, 0]
+        var = table[node, 1] + self.topic_var * np.minimum(level, self.topics.depth + 1)
         if self.novelty:
-            mean = mean - self.novelty * (state.ability[:-1, 2] <= 0.0)
+            mean = mean - self.novelty * (table[:-1, 2] <= 0.0)
         return mean, np.sqrt(var)
 
     def overall(self, state: LearnerState) -> tuple[float, float]:
         """The learner's overall ability (mean, sd)."""
-        return float(state.ability[-1, 0]), math.sqrt(float(state.ability[-1, 1]))
+        return float(state.overall_row[0]), math.sqrt(float(state.overall_row[1]))
 
     def predict(self, state: LearnerState, items: ArrayLike | None = None) -> FloatArray:
         """P(correct) per item position (all, or the given positions / boolean mask),
@@ -415,8 +415,9 @@ class LearnerModel:
     def recall(self, state: LearnerState, at: float | Any) -> FloatArray:
         """Predicted recall probability per topic at time ``at`` (NaN: never reviewed)."""
         now = as_epoch_seconds(at)
-        elapsed = (now - state.memory[:, _LAST]) / 86400.0
-        return recall_probability(state.memory[:, _STAB], elapsed)
+        memory = state.memory
+        elapsed = (now - memory[:, _LAST]) / 86400.0
+        return recall_probability(memory[:, _STAB], elapsed)
 
     def status(
         self,

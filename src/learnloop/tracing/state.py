@@ -19,8 +19,16 @@ _FORMAT = 1
 _ATT, _SKIP, _SCORE, _FRAC, _TIME, _TS = range(6)
 # columns of the per-topic memory table
 _STAB, _DIFF, _LAST, _REV, _LAPSE = range(5)
-#: the row of an item without any event
+#: the row of an item without any event, and of a topic never reviewed
 _BLANK = (0.0, 0.0, math.nan, 0.0, 0.0, math.nan)
+_MEMORY_BLANK = (math.nan, math.nan, math.nan, 0.0, 0.0)
+
+
+def _blank_memory(memory: FloatArray) -> np.ndarray:
+    """Rows of a memory table equal to a never-reviewed topic's."""
+    blank = np.asarray(_MEMORY_BLANK)
+    same = (memory == blank) | (np.isnan(memory) & np.isnan(blank))
+    return np.asarray(same.all(axis=1))
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -49,8 +57,13 @@ class LearnerState:
     answer (zeros unless the model keeps one).
     """
 
-    ability: FloatArray
-    memory: FloatArray
+    ability_topics: IntArray
+    ability_rows: FloatArray
+    ability_blank: FloatArray
+    overall_row: FloatArray
+    memory_topics: IntArray
+    memory_rows: FloatArray
+    n_topics: int
     touched: IntArray
     rows: FloatArray
     sig: np.ndarray
@@ -58,6 +71,72 @@ class LearnerState:
     n_events: int = 0
     momentum: FloatArray = field(default_factory=_no_momentum)
     _dense: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @classmethod
+    def make(
+        cls,
+        ability: FloatArray,
+        memory: FloatArray,
+        touched: IntArray,
+        rows: FloatArray,
+        sig: np.ndarray,
+        *,
+        n_items: int,
+        n_events: int = 0,
+        momentum: FloatArray | None = None,
+        ability_blank: FloatArray | None = None,
+    ) -> LearnerState:
+        """A state from dense per-topic tables and the rows of the items met.
+
+        Only the topics whose rows differ from a blank topic's are kept
+        (``ability_blank``: the ability row of a topic without evidence; by
+        default the first topic's row when it has no evidence, else N(0, 1)).
+        """
+        ability = np.asarray(ability, dtype=np.float64)
+        memory = np.asarray(memory, dtype=np.float64)
+        topics = ability[:-1]
+        if ability_blank is None:
+            first = topics[0] if topics.shape[0] and topics[0, 2] <= 0.0 else (0.0, 1.0, 0.0)
+            ability_blank = _frozen(np.array(first, dtype=np.float64))
+        kept_a = np.flatnonzero((topics != ability_blank).any(axis=1))
+        kept_m = np.flatnonzero(~_blank_memory(memory))
+        return cls(
+            _frozen(kept_a),
+            _frozen(topics[kept_a]),
+            ability_blank,
+            _frozen(ability[-1].copy()),
+            _frozen(kept_m),
+            _frozen(memory[kept_m]),
+            int(topics.shape[0]),
+            touched,
+            rows,
+            sig,
+            int(n_items),
+            int(n_events),
+            _no_momentum() if momentum is None else _frozen(np.array(momentum, dtype=np.float64).reshape(2)),
+        )
+
+    @property
+    def ability(self) -> FloatArray:
+        """The dense (T + 1, 3) ability table (made at each access: keep it in a variable)."""
+        out = np.empty((self.n_topics + 1, 3))
+        out[:-1] = self.ability_blank
+        out[self.ability_topics] = self.ability_rows
+        out[-1] = self.overall_row
+        return _frozen(out)
+
+    @property
+    def memory(self) -> FloatArray:
+        """The dense (T, 5) memory table (made at each access: keep it in a variable)."""
+        out = np.empty((self.n_topics, 5))
+        out[:] = _MEMORY_BLANK
+        out[self.memory_topics] = self.memory_rows
+        return _frozen(out)
+
+    def compact(self) -> LearnerState:
+        """Drop the dense per-item arrays made on demand (before the state is kept for long)."""
+        self._dense.clear()
+        return self
 
     @classmethod
     def from_dense(
@@ -72,15 +151,15 @@ class LearnerState:
         """A state from dense per-item arrays (items met are those with a last timestamp)."""
         items = np.asarray(items, dtype=np.float64)
         touched = np.flatnonzero(~np.isnan(items[:, _TS])).astype(np.intp)
-        return cls(
-            _frozen(np.array(ability, dtype=np.float64)),
-            _frozen(np.array(memory, dtype=np.float64)),
+        return cls.make(
+            ability,
+            memory,
             _frozen(touched),
             _frozen(items[touched].copy()),
             _frozen(np.asarray(signature, dtype=np.int64)[touched].copy()),
-            int(items.shape[0]),
-            int(n_events),
-            _no_momentum() if momentum is None else _frozen(np.array(momentum, dtype=np.float64).reshape(2)),
+            n_items=int(items.shape[0]),
+            n_events=int(n_events),
+            momentum=momentum,
         )
 
     @property
@@ -160,11 +239,15 @@ class LearnerState:
     @property
     def nbytes(self) -> int:
         """Bytes of the state's own arrays (the dense forms made on demand aside)."""
-        return sum(a.nbytes for a in (self.ability, self.memory, self.touched, self.rows, self.sig, self.momentum))
+        arrays = (self.ability_topics, self.ability_rows, self.overall_row, self.memory_topics, self.memory_rows)
+        return sum(a.nbytes for a in (*arrays, self.touched, self.rows, self.sig, self.momentum))
 
     def memory_of(self, topic: int) -> Memory | None:
         """The memory of one topic, or None if never reviewed."""
-        row = self.memory[topic]
+        at = int(np.searchsorted(self.memory_topics, topic))
+        if at >= self.memory_topics.size or self.memory_topics[at] != topic:
+            return None
+        row = self.memory_rows[at]
         if math.isnan(row[_STAB]):
             return None
         return Memory(float(row[_STAB]), float(row[_DIFF]), float(row[_LAST]), int(row[_REV]), int(row[_LAPSE]))
@@ -244,39 +327,48 @@ class LearnerState:
         """
         im = np.asarray(item_map, dtype=np.intp)
         tm = np.asarray(topic_map, dtype=np.intp)
-        fresh = _empty(n_topics, n_items)
-        ability, memory = np.array(fresh.ability), np.array(fresh.memory)
+        ability, memory = self.ability, self.memory
+        new_ability = np.empty((n_topics + 1, 3))
+        new_ability[:-1] = self.ability_blank
+        new_memory = np.empty((n_topics, 5))
+        new_memory[:] = _MEMORY_BLANK
         new = im[self.touched]
         keep = np.flatnonzero(new >= 0)
         order = keep[np.argsort(new[keep], kind="stable")]
         keep_t = tm >= 0
-        memory[tm[keep_t]] = self.memory[keep_t]
-        ability[tm[keep_t]] = self.ability[:-1][keep_t]
-        ability[-1] = self.ability[-1]
-        return LearnerState(
-            _frozen(ability),
-            _frozen(memory),
+        new_memory[tm[keep_t]] = memory[keep_t]
+        new_ability[tm[keep_t]] = ability[:-1][keep_t]
+        new_ability[-1] = ability[-1]
+        return LearnerState.make(
+            new_ability,
+            new_memory,
             _frozen(new[order].astype(np.intp)),
             _frozen(self.rows[order].copy()),
             _frozen(self.sig[order].copy()),
-            int(n_items),
-            self.n_events,
-            self.momentum,
+            n_items=int(n_items),
+            n_events=self.n_events,
+            momentum=self.momentum,
+            ability_blank=self.ability_blank,
         )
 
 
-def _empty(n_topics: int, n_items: int, prior_var: float = 1.0) -> LearnerState:
+def _empty(n_topics: int, n_items: int, prior_var: float = 1.0, topic_var: float | None = None) -> LearnerState:
+    """The state without any event; a topic's ability row is N(0, ``topic_var``) when given
+    (the additive hierarchy's deviations), else N(0, ``prior_var``) like the overall node."""
+    blank = _frozen(np.array([0.0, prior_var if topic_var is None else topic_var, 0.0]))
     ability = np.zeros((n_topics + 1, 3))
-    ability[:, 1] = prior_var
-    memory = np.full((n_topics, 5), math.nan)
-    memory[:, _REV:] = 0.0
-    return LearnerState(
-        _frozen(ability),
-        _frozen(memory),
+    ability[:-1] = blank
+    ability[-1, 1] = prior_var
+    memory = np.empty((n_topics, 5))
+    memory[:] = _MEMORY_BLANK
+    return LearnerState.make(
+        ability,
+        memory,
         _frozen(np.zeros(0, dtype=np.intp)),
         _frozen(np.zeros((0, 6))),
         _frozen(np.zeros(0, dtype=np.int64)),
-        int(n_items),
+        n_items=int(n_items),
+        ability_blank=blank,
     )
 
 
@@ -289,12 +381,15 @@ def _with_rows(state: LearnerState, positions: list[int]) -> tuple[IntArray, Flo
         slot = int(np.searchsorted(touched, position))
         if slot < touched.size and touched[slot] == position:
             return touched, rows.copy(), sig.copy(), {position: slot}
-        return (
-            np.insert(touched, slot, position),
-            np.insert(rows, slot, _BLANK, axis=0),
-            np.insert(sig, slot, 0),
-            {position: slot},
-        )
+        k = touched.size
+        new_touched = np.empty(k + 1, dtype=np.intp)
+        new_rows = np.empty((k + 1, 6))
+        new_sig = np.empty(k + 1, dtype=np.int64)
+        for new, old, blank in ((new_touched, touched, position), (new_rows, rows, _BLANK), (new_sig, sig, 0)):
+            new[:slot] = old[:slot]
+            new[slot] = blank
+            new[slot + 1 :] = old[slot:]
+        return new_touched, new_rows, new_sig, {position: slot}
     wanted = np.unique(np.asarray(positions, dtype=np.intp))
     if touched.size:
         at = np.minimum(np.searchsorted(touched, wanted), touched.size - 1)
