@@ -143,7 +143,17 @@ def _full_engine(engine: Engine) -> Engine:
 
     def view(model, entry, predictions):
         out = plain_view(model, entry, predictions)
-        return LearnerView(**{**out.__dict__, "state": None, "predictions": None})
+        return LearnerView(
+            index=out.index,
+            p_correct=out.p_correct,
+            discrimination=out.discrimination,
+            attempts=out.attempts,
+            last_score=out.last_score,
+            viewed=out.viewed,
+            recall=out.recall,
+            last_seen=out.last_seen,
+            last_failed=out.last_failed,
+        )
 
     learners.predictions = fresh  # type: ignore[method-assign]
     learners.view = view  # type: ignore[method-assign]

@@ -189,7 +189,6 @@ def ready_topics(index: CatalogIndex, mastered: BoolArray) -> BoolArray:
     return unmet == 0
 
 
-@dataclass(frozen=True, eq=False)
 class LearnerView:
     """One learner's predictions and history, aligned with a catalog.
 
@@ -197,22 +196,82 @@ class LearnerView:
     beliefs; forgetting is kept apart in ``recall``, the predicted recall of
     each topic, NaN for a topic never practised); ``discrimination`` the IRT
     ``a`` of each item, from which :attr:`information` (the Fisher information
-    at the current ability estimate) follows.
+    at the current ability estimate) follows. ``attempts``, ``last_score``,
+    ``viewed`` (largest theory fraction) and ``last_seen`` are per position;
+    given the learner ``state`` instead, they are made from it when first read
+    (a policy that does not read them does not pay for them), and topic
+    figures are read off the items met. ``predictions``: the carried
+    predictions ``p_correct`` belongs to, whose per-topic sums are reused.
     """
 
-    index: CatalogIndex
-    p_correct: FloatArray
-    discrimination: FloatArray | float
-    attempts: IntArray
-    last_score: FloatArray
-    viewed: FloatArray
-    recall: FloatArray
-    last_seen: FloatArray | None = None
-    last_failed: int | None = None
-    #: the learner state the arrays come from, and the predictions ``p_correct`` belongs to
-    #: (optional: when given, topic figures are read off the items met and carried predictions)
-    state: LearnerState | None = None
-    predictions: Predictions | None = None
+    def __init__(
+        self,
+        index: CatalogIndex,
+        p_correct: FloatArray,
+        discrimination: FloatArray | float,
+        attempts: IntArray | None = None,
+        last_score: FloatArray | None = None,
+        viewed: FloatArray | None = None,
+        recall: FloatArray | None = None,
+        last_seen: FloatArray | None = None,
+        last_failed: int | None = None,
+        *,
+        state: LearnerState | None = None,
+        predictions: Predictions | None = None,
+    ) -> None:
+        if state is None and (attempts is None or last_score is None or viewed is None):
+            raise TypeError("a learner view needs attempts, last_score and viewed, or the learner state")
+        if recall is None:
+            raise TypeError("a learner view needs the recall of each topic")
+        self.index = index
+        self.p_correct = p_correct
+        self.discrimination = discrimination
+        self.recall = recall
+        self.last_failed = last_failed
+        self.state = state
+        self.predictions = predictions
+        self._given = {"attempts": attempts, "last_score": last_score, "viewed": viewed, "last_seen": last_seen}
+
+    def _array(self, name: str) -> np.ndarray | None:
+        found = self._given[name]
+        if found is None and self.state is not None:
+            state = self.state
+            if name == "attempts":
+                found = state.attempts.astype(np.int64)
+            elif name == "last_score":
+                found = state.last_score
+            elif name == "viewed":
+                found = state.max_fraction
+            else:
+                found = state.last_timestamp
+            self._given[name] = found
+        return found
+
+    @property
+    def attempts(self) -> IntArray:
+        """Attempts per position."""
+        found = self._array("attempts")
+        assert found is not None
+        return found
+
+    @property
+    def last_score(self) -> FloatArray:
+        """Last score per position (NaN: none)."""
+        found = self._array("last_score")
+        assert found is not None
+        return found
+
+    @property
+    def viewed(self) -> FloatArray:
+        """Largest theory fraction viewed per position."""
+        found = self._array("viewed")
+        assert found is not None
+        return found
+
+    @property
+    def last_seen(self) -> FloatArray | None:
+        """Last interaction per position (epoch seconds, NaN: none; None: not known)."""
+        return self._array("last_seen")
 
     @cached_property
     def information(self) -> FloatArray:
@@ -272,7 +331,7 @@ class LearnerView:
         """Leaf topics whose ``length`` most recently attempted items were all answered well."""
         index = self.index
         out = np.zeros(index.n_topics, dtype=bool)
-        if self.last_seen is None or length <= 0:
+        if (self.state is None and self.last_seen is None) or length <= 0:
             return out
         state = self.state
         if state is not None:
@@ -280,8 +339,10 @@ class LearnerView:
             keep = (state.met_attempts > 0) & index.scorable[met] & ~np.isnan(state.met_timestamp)
             tried, seen, scored = met[keep], state.met_timestamp[keep], state.met_score[keep]
         else:
-            tried = np.flatnonzero((self.attempts > 0) & index.scorable & ~np.isnan(self.last_seen))
-            seen, scored = self.last_seen[tried], self.last_score[tried]
+            last_seen = self.last_seen
+            assert last_seen is not None
+            tried = np.flatnonzero((self.attempts > 0) & index.scorable & ~np.isnan(last_seen))
+            seen, scored = last_seen[tried], self.last_score[tried]
         if tried.size < length:
             return out
         topic = index.item_topic[tried]
