@@ -37,6 +37,16 @@ def split_ids(root: Path, split: str) -> list[str]:
     return [line.split()[0] for line in lines if line.strip()]
 
 
+def transcripts(root: Path, split: str) -> dict[str, str]:
+    """The text each utterance of ``train`` or ``test`` reads (the split's Kaldi ``text`` file)."""
+    out = {}
+    for line in (root / split / "text").read_text().splitlines():
+        if line.strip():
+            utt, text = line.split(maxsplit=1)
+            out[utt] = text.strip()
+    return out
+
+
 def wav_paths(root: Path, split: str) -> dict[str, Path]:
     out = {}
     for line in (root / split / "wav.scp").read_text().splitlines():

@@ -1,6 +1,7 @@
 """The voice scores against speechocean762's experts, on the test split (scored once per figure).
 
     python benchmarks/bench_voice_real.py SO762_DIR [--model assessment.json] [--rtf 100] [--no-product]
+    python benchmarks/bench_voice_real.py SO762_DIR --rtf-only train [--rtf 100]
 
 Protocol (the published one): the scoring model is fitted on the train split only
 (``benchmarks/fit_voice_real.py``); here every one of the 2,500 test utterances is
@@ -18,6 +19,10 @@ Printed beside the published rows:
   factor of that path with the machine's default threading, median over ``--rtf``
   utterances.
 
+``--rtf-only SPLIT`` times the product path alone on the first ``--rtf`` utterances
+of ``SPLIT`` (wall-clock and process CPU time per second of audio), reading no
+expert label: a speed figure that does not touch the test split's scores.
+
 The row "GOP calibration (before)" is the espeak-ng-calibrated phone score that the
 scorer used before the fitted model, computed from the same evidence.
 
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -152,13 +158,37 @@ def product_path(root: Path, labels: dict, n_rtf: int) -> None:
     print(f"real-time factor, default threading: median {np.median(rtf):.3f} over {len(rtf)} utterances")
 
 
+def rtf_only(root: Path, split: str, n: int) -> None:
+    from learnloop.voice import PronunciationScorer
+
+    transcripts = _so762.transcripts(root, split)
+    paths = _so762.wav_paths(root, split)
+    scorer = PronunciationScorer()
+    wall, cpu = [], []
+    for u in _so762.split_ids(root, split)[:n]:
+        audio = paths[u].read_bytes()
+        seconds = (len(audio) - 44) / 32000
+        t, c = time.perf_counter(), time.process_time()
+        scorer.score(audio, transcripts[u])
+        wall.append((time.perf_counter() - t) / seconds)
+        cpu.append((time.process_time() - c) / seconds)
+    print(
+        f"real-time factor, default threading, {len(wall)} {split} utterances: median {np.median(wall):.3f} "
+        f"wall-clock, {np.median(cpu):.3f} process CPU time; load average {os.getloadavg()[0]:.2f}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", type=Path)
     ap.add_argument("--model", type=Path, help="an assessment.json (default: the shipped one)")
     ap.add_argument("--rtf", type=int, default=100, help="utterances timed for the real-time factor")
     ap.add_argument("--no-product", action="store_true", help="skip the PronunciationScorer.score pass")
+    ap.add_argument("--rtf-only", metavar="SPLIT", choices=("train", "test"), help="time the product path only")
     args = ap.parse_args()
+    if args.rtf_only:
+        rtf_only(args.root, args.rtf_only, args.rtf)
+        return
     labels = _so762.load_labels(args.root)
     model = default_assessor() if args.model is None else Assessor.from_dict(json.loads(args.model.read_text()))
     corpus_protocol(args.root, model, labels)
