@@ -279,8 +279,11 @@ class Learners:
         min_responses: int = 1,
         progress: bool = False,
         ability_sd: float | None = 1.0,
+        refine: str | None = None,
         app: str = "default",
     ) -> dict[str, dict[str, float]]:
+        if refine not in (None, "b", "ab"):
+            raise ValidationError(f"refine must be None, 'b' or 'ab', got {refine!r}")
         cm = self.content.catalog_model(catalog_id, app=app)
         index = cm.index
         excluded = set(exclude_users)
@@ -295,6 +298,7 @@ class Learners:
         persons: list[int] = []
         items: list[int] = []
         scores: list[float] = []
+        answers: list[tuple[str, str, int]] = []  # (user, timestamp, position) of each scored attempt
         for key, stored in self.store.scan("events", app):
             if key[1] != catalog_id or key[0] in excluded:
                 continue
@@ -305,6 +309,9 @@ class Learners:
             persons.append(person_codes.setdefault(key[0], len(person_codes)))
             items.append(code)
             scores.append(float(doc["score"]))
+            at = index.position(key[2], doc.get("topic_id"))
+            at = index.position(key[2]) if at is None else at
+            answers.append((key[0], key[3], -1 if at is None else at))
         if not scores:
             raise ValidationError(f"catalog '{catalog_id}' has no scored attempts to calibrate from")
         fit = calibrate_items(
@@ -319,15 +326,66 @@ class Learners:
             ability_sd=ability_sd,
         )
         counts = np.bincount(np.asarray(items), minlength=len(item_codes))
+        b, a = np.asarray(fit.b, dtype=np.float64), np.asarray(fit.a, dtype=np.float64)
+        if refine is not None:
+            b, a = self._refined(cm, item_codes, answers, np.asarray(items), np.asarray(scores), b, a, refine, app)
         result = {
-            item_id: {"b": float(fit.b[code]), "a": float(fit.a[code]), "n": int(counts[code])}
+            item_id: {"b": float(b[code]), "a": float(a[code]), "n": int(counts[code])}
             for item_id, code in item_codes.items()
             if counts[code] >= min_responses
         }
         with self.store.atomic():
-            self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), {"items": result, "model": model})])
+            doc = {"items": result, "model": model, "refine": refine}
+            self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), doc)])
             self.content.bump_version(app)
         return result
+
+    def _refined(
+        self,
+        cm: CatalogModel,
+        item_codes: Mapping[str, int],
+        answers: Sequence[tuple[str, str, int]],
+        codes: np.ndarray,
+        scores: np.ndarray,
+        b: np.ndarray,
+        a: np.ndarray,
+        refine: str,
+        app: str,
+        iterations: int = 2,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The items refitted to the engine's own next-response predictions (as
+        ``learnloop.evaluate.EngineModel(refine=...)`` does): Gauss-Newton steps from
+        fresh replays of every learner's scored attempts, kept near the static fit."""
+        from learnloop.tracing.calibration import refine_step
+        from learnloop.tracing.replay import trace
+
+        order = sorted(range(len(answers)), key=lambda k: answers[k][:2])  # learner, then time
+        groups: dict[str, list[int]] = {}
+        for k in order:
+            groups.setdefault(answers[k][0], []).append(k)
+        sequence = np.asarray(order, dtype=np.intp)
+        positions = np.asarray([answers[k][2] for k in order], dtype=np.intp)
+        options = self.content.learner_options_for(cm.index.catalog_id, app=app).as_kwargs()
+        start_b, start_a = b.copy(), a.copy()
+        for _ in range(iterations):
+            calibration = {item: {"b": float(b[c]), "a": float(a[c])} for item, c in item_codes.items()}
+            model = CatalogModel.build(cm.index, calibration=calibration, **options).model
+            p = np.empty(len(answers))
+            at = 0
+            for ks in groups.values():
+                p[at : at + len(ks)] = trace(model, positions[at : at + len(ks)], scores[ks])
+                at += len(ks)
+            b, a = refine_step(
+                codes[sequence],
+                scores[sequence],
+                p,
+                b,
+                a,
+                b_prior_mean=start_b,
+                a_prior_mean=start_a,
+                a_prior_sd=0.3 if refine == "ab" else None,
+            )
+        return b, a
 
 
 _PLAIN_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[PlainEvent])

@@ -415,6 +415,7 @@ class Engine:
         min_responses: int = 1,
         progress: bool = False,
         ability_sd: float | None = 1.0,
+        refine: str | None = None,
         app: str = "default",
     ) -> dict[str, dict[str, float]]:
         """Calibrate item difficulty (and discrimination, 2PL) from the event log.
@@ -425,7 +426,10 @@ class Engine:
         stored and used by the learner model from then on (learner states are
         rebuilt). Returns ``{item_id: {"b": ..., "a": ..., "n": responses}}``.
         ``ability_sd``: the learners' ability spread, fixed (1) or estimated
-        (None, Rasch; see :func:`learnloop.tracing.calibrate`).
+        (None, Rasch; see :func:`learnloop.tracing.calibrate`). ``refine``
+        (``"b"`` or ``"ab"``): then fit the items to the learner model's own
+        next-response predictions on the log, as ``learnloop.evaluate.EngineModel``
+        does with the same option (see ``docs/models.md``).
         """
         return self._learners.calibrate(
             catalog_id,
@@ -434,6 +438,7 @@ class Engine:
             min_responses=min_responses,
             progress=progress,
             ability_sd=ability_sd,
+            refine=refine,
             app=app,
         )
 
