@@ -161,7 +161,7 @@ class _Cached:
                 continue
             seen.add(id(state))
             # the arrays' data plus their objects (~112 bytes each), and the state object itself
-            total += state.nbytes + _ARRAY_OVERHEAD * 6 + 100
+            total += state.nbytes + _ARRAY_OVERHEAD * len(state.arrays) + 100
         # the entry, its key and its place in the cache
         return total + 200 * len(self.pending) + _ENTRY_OVERHEAD
 

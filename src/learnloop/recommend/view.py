@@ -53,15 +53,7 @@ def subtree_sums(index: CatalogIndex, values: FloatArray) -> FloatArray:
 
 def topic_runs(index: CatalogIndex) -> TopicRuns:
     """The positions each topic owns (not its sub-topics'), as runs (made once, kept on the index)."""
-    return index.derived("recommend.runs", _topic_runs)
-
-
-def _topic_runs(index: CatalogIndex) -> TopicRuns:
-    topic = index.item_topic
-    order = np.argsort(topic, kind="stable").astype(np.intp)
-    ptr = np.zeros(index.n_topics + 1, dtype=np.intp)
-    np.cumsum(np.bincount(topic, minlength=index.n_topics), out=ptr[1:])
-    return TopicRuns(order, ptr, bool(np.array_equal(order, np.arange(order.size))))
+    return index.derived("recommend.runs", lambda ix: TopicRuns.of(ix.item_topic, ix.n_topics))
 
 
 def per_position(index: CatalogIndex, values: np.ndarray) -> np.ndarray:
@@ -232,18 +224,20 @@ class LearnerView:
         self.predictions = predictions
         self._given = {"attempts": attempts, "last_score": last_score, "viewed": viewed, "last_seen": last_seen}
 
+    #: the learner state's name of each per-position array
+    _FROM_STATE = {
+        "attempts": "attempts",
+        "last_score": "last_score",
+        "viewed": "max_fraction",
+        "last_seen": "last_timestamp",
+    }
+
     def _array(self, name: str) -> np.ndarray | None:
         found = self._given[name]
         if found is None and self.state is not None:
-            state = self.state
+            found = getattr(self.state, self._FROM_STATE[name])
             if name == "attempts":
-                found = state.attempts.astype(np.int64)
-            elif name == "last_score":
-                found = state.last_score
-            elif name == "viewed":
-                found = state.max_fraction
-            else:
-                found = state.last_timestamp
+                found = found.astype(np.int64)
             self._given[name] = found
         return found
 

@@ -173,7 +173,7 @@ class LearnerModel:
         self._is_theory = items.is_theory.tolist()
         self._chains = [topics.chain(t).tolist() for t in range(topics.n_topics)]
         self._succ = [topics.successors(t).tolist() for t in range(topics.n_topics)]
-        self.runs = TopicRuns.of(items, topics.n_topics)
+        self.runs = TopicRuns.of(items.topic, topics.n_topics)
         self.n_scorable = int(np.count_nonzero(items.scorable))
         self._weights: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
 
@@ -449,8 +449,8 @@ class LearnerModel:
             sums = predictions.sums(scorable) if predictions is not None else topic_sums(self.runs, p, scorable)
             prof = float(sums.sum()) / n_scorable
         # progress, time and the last interaction come from the items met only
-        met = state.touched[m[state.touched]]
-        rows = state.rows[m[state.touched]]
+        in_mask = m[state.touched]
+        met, rows = state.touched[in_mask], state.rows[in_mask]
         credit = item_credit(rows[:, _ATT], rows[:, _FRAC], self.items.is_theory[met])
         prog = float(credit.sum()) / n if n else 0.0
         if prof is not None:

@@ -44,8 +44,9 @@ class TopicRuns:
         object.__setattr__(self, "counts", np.diff(self.ptr))
 
     @classmethod
-    def of(cls, items: ItemParams, n_topics: int) -> TopicRuns:
-        topic = np.asarray(items.topic, dtype=np.intp)
+    def of(cls, item_topic: np.ndarray, n_topics: int) -> TopicRuns:
+        """The runs of items whose topics are ``item_topic`` (one per item)."""
+        topic = np.asarray(item_topic, dtype=np.intp)
         order = np.argsort(topic, kind="stable").astype(np.intp)
         ptr = np.zeros(n_topics + 1, dtype=np.intp)
         np.cumsum(np.bincount(topic, minlength=n_topics), out=ptr[1:])

@@ -237,10 +237,25 @@ class LearnerState:
         return self.rows[:, _TS]
 
     @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The state's own arrays (the blank ability row, shared between states, and the
+        dense forms made on demand aside)."""
+        return (
+            self.ability_topics,
+            self.ability_rows,
+            self.overall_row,
+            self.memory_topics,
+            self.memory_rows,
+            self.touched,
+            self.rows,
+            self.sig,
+            self.momentum,
+        )
+
+    @property
     def nbytes(self) -> int:
-        """Bytes of the state's own arrays (the dense forms made on demand aside)."""
-        arrays = (self.ability_topics, self.ability_rows, self.overall_row, self.memory_topics, self.memory_rows)
-        return sum(a.nbytes for a in (*arrays, self.touched, self.rows, self.sig, self.momentum))
+        """Bytes of the data of :attr:`arrays`."""
+        return sum(a.nbytes for a in self.arrays)
 
     def memory_of(self, topic: int) -> Memory | None:
         """The memory of one topic, or None if never reviewed."""
