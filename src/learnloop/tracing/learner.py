@@ -38,7 +38,8 @@ be ``novelty`` logits harder than the belief says: the prediction on it and
 the first answer on it see each item's difficulty raised by ``novelty``, and
 from that answer on the topic counts as met (0 by default; on logs where the
 first answer on a skill is right less often than the learner's later ones,
-e.g. tutors that give hints after a wrong answer, it is positive).
+e.g. tutors that give hints after a wrong answer, it is positive). The two gains
+and the novelty are one value, or one per topic (:mod:`learnloop.tracing.rates` fits them).
 
 Each update is O(depth + successors), independent of the history length.
 Exact duplicates (same item and timestamp and content as that item's last
@@ -49,13 +50,14 @@ which de-duplicates by (item, timestamp), keeping the latest version.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ._rates import per_topic
 from ._types import ArrayLike, BoolArray, FloatArray
 from .ability import update_ability, update_additive
 from .forgetting import Memory, MemoryModel, as_epoch_seconds, recall_probability
@@ -78,24 +80,12 @@ from .state import (
     _frozen,
     _with_rows,
 )
-from .status import display_skill, item_credit
+from .status import Status, display_skill, item_credit
 from .structure import Event, ItemParams, TopicStructure
 
 __all__ = ["LearnerModel", "LearnerState", "Status"]
 
 _KIND_CODE = {"attempt": 1, "skip": 2, "view_theory": 3}
-
-
-@dataclass(frozen=True, slots=True)
-class Status:
-    """Status over one filter (v2: proficiency, progress, time, last timestamp; v1: skill levels)."""
-
-    proficiency: float | None
-    progress: float
-    time_spent_ms: int
-    last_interaction_timestamp: float | None
-    skill_level: float
-    display_skill: float
 
 
 class LearnerModel:
@@ -122,12 +112,12 @@ class LearnerModel:
         parent_weight: float = 1.0,
         prerequisite_weight: float = 0.2,
         drift: float = 0.01,
-        practice_gain: float = 0.0,
-        failure_gain: float | None = None,
+        practice_gain: ArrayLike = 0.0,
+        failure_gain: ArrayLike | None = None,
         hierarchy: str = "nested",
         momentum_decay: float = 0.0,
         momentum_var: float = 0.0,
-        novelty: float = 0.0,
+        novelty: ArrayLike = 0.0,
         skip_score: float | None = None,
         memory_model: MemoryModel | None = None,
     ) -> None:
@@ -144,8 +134,6 @@ class LearnerModel:
             problems.append(f"hierarchy must be 'nested' or 'additive', got {hierarchy!r}")
         if not (0.0 <= momentum_decay < 1.0 and momentum_var >= 0.0):
             problems.append("momentum_decay must lie in [0, 1) and momentum_var be non-negative")
-        if not math.isfinite(novelty):
-            problems.append(f"novelty must be finite, got {novelty}")
         if momentum_var > 0.0 and hierarchy != "additive":
             problems.append("a momentum (momentum_var > 0) needs the additive hierarchy")
         if problems:
@@ -153,7 +141,6 @@ class LearnerModel:
         self.hierarchy = hierarchy
         self.momentum_decay = momentum_decay
         self.momentum_var = momentum_var
-        self.novelty = novelty
         self.topics = topics
         self.items = items
         self.prior_var = prior_var
@@ -161,8 +148,7 @@ class LearnerModel:
         self.parent_weight = parent_weight
         self.prerequisite_weight = prerequisite_weight
         self.drift = drift
-        self.practice_gain = practice_gain
-        self.failure_gain = practice_gain if failure_gain is None else failure_gain
+        self._set_rates(practice_gain, practice_gain if failure_gain is None else failure_gain, novelty)
         self.skip_score = skip_score
         self.memory_model = memory_model if memory_model is not None else MemoryModel()
         # plain Python copies for the scalar path
@@ -176,6 +162,21 @@ class LearnerModel:
         self.runs = TopicRuns.of(items.topic, topics.n_topics)
         self.n_scorable = int(np.count_nonzero(items.scorable))
         self._weights: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+
+    def _set_rates(self, practice_gain: ArrayLike, failure_gain: ArrayLike, novelty: ArrayLike) -> None:
+        """The per-topic settings (:mod:`learnloop.tracing.rates`): as given, and one float per topic."""
+        n = self.topics.n_topics
+        self.practice_gain, self._gain = per_topic(practice_gain, n, "practice_gain")
+        self.failure_gain, self._fail = per_topic(failure_gain, n, "failure_gain")
+        self.novelty, self._nov = per_topic(novelty, n, "novelty")
+        self._has_novelty = any(self._nov)
+
+    def with_rates(self, *, practice_gain: ArrayLike, failure_gain: ArrayLike, novelty: ArrayLike) -> LearnerModel:
+        """The same model with other learning rates and novelty (one value, or one per topic)."""
+        model = copy.copy(self)
+        model._weights = {}
+        model._set_rates(practice_gain, failure_gain, novelty)
+        return model
 
     def new_state(self) -> LearnerState:
         """The state of a learner without any interaction."""
@@ -316,8 +317,9 @@ class LearnerModel:
         practice: bool = True,
         momentum: list[float] | None = None,
     ) -> None:
-        if self.novelty and ability[topic, 2] <= 0.0:  # the first answer on a topic: still new to the learner
-            b = b + self.novelty
+        novelty = self._nov[topic]
+        if novelty and ability[topic, 2] <= 0.0:  # the first answer on a topic: still new to the learner
+            b = b + novelty
         if self.hierarchy == "additive":
             chain = self._chains[topic]
             means = [float(ability[n, 0]) for n in chain]
@@ -334,7 +336,7 @@ class LearnerModel:
             for n, m, v in zip(chain, means, variances, strict=True):
                 ability[n, 0], ability[n, 1], ability[n, 2] = m, v, ability[n, 2] + 1.0
             if practice:
-                g, f = self.practice_gain, self.failure_gain
+                g, f = self._gain[topic], self._fail[topic]
                 ability[topic, 0] += g if f == g else score * g + (1.0 - score) * f
             return
         targets = [(node, self.parent_weight) for node in self._chains[topic][1:]]
@@ -351,7 +353,7 @@ class LearnerModel:
             ability[node, 1] = v2
             ability[node, 2] += weight
         if practice:
-            g, f = self.practice_gain, self.failure_gain
+            g, f = self._gain[topic], self._fail[topic]
             ability[topic, 0] += g if f == g else score * g + (1.0 - score) * f
 
     def _update_memory(self, memory: FloatArray, topic: int, score: float, ts: float) -> None:
@@ -376,7 +378,7 @@ class LearnerModel:
             if self.momentum_var > 0.0:  # the short-lived component, decayed to the next answer
                 mean = mean + self.momentum_decay * state.momentum[0]
                 var = var + self.momentum_decay**2 * state.momentum[1] + self.momentum_var
-            if self.novelty:
+            if self._has_novelty:
                 mean = mean - self.novelty * (table[:-1, 2] <= 0.0)
             return mean, np.sqrt(var)
         table = state.ability
@@ -387,7 +389,7 @@ class LearnerModel:
         # padding repeats the overall node, so the level of the overall node is its first column
         mean = table[node, 0]
         var = table[node, 1] + self.topic_var * np.minimum(level, self.topics.depth + 1)
-        if self.novelty:
+        if self._has_novelty:
             mean = mean - self.novelty * (table[:-1, 2] <= 0.0)
         return mean, np.sqrt(var)
 

@@ -62,9 +62,9 @@ def trace(
     overall = len(ability) - 1
     chains, succ = model._chains, model._succ
     b_of, a_of = model._b, model._a
-    topic_var, drift, gain, loss = model.topic_var, model.drift, model.practice_gain, model.failure_gain
+    topic_var, drift, gain, loss = model.topic_var, model.drift, model._gain, model._fail
     parent_w, pre_w = model.parent_weight, model.prerequisite_weight
-    novelty = model.novelty
+    novelty = model._nov if model._has_novelty else None
     out = np.empty(len(pos))
 
     def belief(node: int) -> tuple[float, float]:
@@ -85,11 +85,11 @@ def trace(
         it = model._item_topic[i]
         m, v = belief(it)
         if novelty and ability[it][2] <= 0.0:
-            m -= novelty
+            m -= novelty[it]
         z = a * (m - b) / math.sqrt(1.0 + _PI_OVER_8 * a * a * v)
         out[k] = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
         if novelty and ability[t][2] <= 0.0:
-            b += novelty
+            b += novelty[t]
         chain = chains[t]
         targets = [(t, 1.0)] + [(node, parent_w) for node in chain[1:]] + [(n, pre_w) for n in succ[t]]
         priors = [belief(node) for node, _ in targets]
@@ -100,7 +100,8 @@ def trace(
             row = ability[node]
             row[0], row[1], row[2] = m2, v2, row[2] + weight
         if practice:
-            ability[t][0] += gain if loss == gain else s * gain + (1.0 - s) * loss
+            g, f = gain[t], loss[t]
+            ability[t][0] += g if f == g else s * g + (1.0 - s) * f
     return out
 
 
@@ -116,10 +117,10 @@ def _trace_additive(
     """:func:`trace` for the additive hierarchy: a topic's ability is the sum along its chain
     (plus the short-lived momentum component when the model keeps one)."""
     chains, b_of, a_of, item_topic = model._chains, model._b, model._a, model._item_topic
-    drift, gain, loss = model.drift, model.practice_gain, model.failure_gain
+    drift, gain, loss = model.drift, model._gain, model._fail
     rho, q = model.momentum_decay, model.momentum_var
     fast = q > 0.0
-    novelty = model.novelty
+    novelty = model._nov if model._has_novelty else None
     out = np.empty(len(pos))
     for k, (i, s, t) in enumerate(zip(pos, sc, tp, strict=True)):
         b, a = b_of[i], a_of[i]
@@ -127,7 +128,7 @@ def _trace_additive(
         m = sum(r[0] for r in rows)
         v = sum(r[1] for r in rows)
         if novelty and rows[0][2] <= 0.0:
-            m -= novelty
+            m -= novelty[item_topic[i]]
         if fast:
             m += rho * momentum[0]
             v += rho * rho * momentum[1] + q
@@ -135,7 +136,7 @@ def _trace_additive(
         out[k] = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
         rows = [ability[n] for n in chains[t]]
         if novelty and rows[0][2] <= 0.0:
-            b += novelty
+            b += novelty[t]
         means = [r[0] for r in rows]
         variances = [r[1] for r in rows]
         if fast:
@@ -147,5 +148,6 @@ def _trace_additive(
         for r, m2, v2 in zip(rows, means, variances, strict=True):
             r[0], r[1], r[2] = m2, v2, r[2] + 1.0
         if practice:
-            ability[t][0] += gain if loss == gain else s * gain + (1.0 - s) * loss
+            g, f = gain[t], loss[t]
+            ability[t][0] += g if f == g else s * g + (1.0 - s) * f
     return out

@@ -36,12 +36,25 @@ n_items)`` computes one figure per filter at once.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ._types import ArrayLike, BoolArray, FloatArray
 
-__all__ = ["display_skill", "item_credit", "progress", "proficiency", "skill_level"]
+__all__ = ["Status", "display_skill", "item_credit", "progress", "proficiency", "skill_level"]
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Status over one filter (v2: proficiency, progress, time, last timestamp; v1: skill levels)."""
+
+    proficiency: float | None
+    progress: float
+    time_spent_ms: int
+    last_interaction_timestamp: float | None
+    skill_level: float
+    display_skill: float
 
 
 def _masked_mean(values: FloatArray, mask: BoolArray) -> FloatArray:
