@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from learnloop._lru import LRUCache
-from learnloop._options import LearnerOptions
+from learnloop._options import LearnerOptions, with_topic_rates
 from learnloop._tracking import CatalogModel
 from learnloop._types import BoolArray
 from learnloop._validation import parse
@@ -204,9 +204,11 @@ class ContentRepository:
         if cached is not None and cached[0] is index and cached[1] == version:
             return cached[2]
         doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
-        calibration = None if doc is None else json_doc(doc)["items"]
-        options = self.learner_options_for(catalog_id, app=app)
-        model = CatalogModel.build(index, calibration=calibration, **options.as_kwargs())
+        stored = None if doc is None else json_doc(doc)
+        calibration = None if stored is None else stored["items"]
+        rates = None if stored is None else stored.get("topics")  # per-topic learning rates and novelty
+        options = with_topic_rates(self.learner_options_for(catalog_id, app=app), index.topic_ids, rates)
+        model = CatalogModel.build(index, calibration=calibration, **options)
         with self._cache_lock:
             self._models[(app, catalog_id)] = (index, version, model)
         return model

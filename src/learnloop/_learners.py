@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 from learnloop._content_repo import ContentRepository
 from learnloop._locks import LearnerLocks
 from learnloop._lru import LRUCache
+from learnloop._options import TOPIC_RATE_NAMES
 from learnloop._tracking import CatalogModel, Tracker, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import describe_validation_error, parse
@@ -280,6 +281,7 @@ class Learners:
         progress: bool = False,
         ability_sd: float | None = 1.0,
         refine: str | None = None,
+        topic_rates: bool = False,
         app: str = "default",
     ) -> dict[str, dict[str, float]]:
         if refine not in (None, "b", "ab"):
@@ -334,9 +336,11 @@ class Learners:
             for item_id, code in item_codes.items()
             if counts[code] >= min_responses
         }
+        calibration: dict[str, Any] = {"items": result, "model": model, "refine": refine}
+        if topic_rates:
+            calibration["topics"] = self._topic_rates(cm, item_codes, answers, np.asarray(scores), b, a, app)
         with self.store.atomic():
-            doc = {"items": result, "model": model, "refine": refine}
-            self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), doc)])
+            self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), calibration)])
             self.content.bump_version(app)
         return result
 
@@ -386,6 +390,36 @@ class Learners:
                 a_prior_sd=0.3 if refine == "ab" else None,
             )
         return b, a
+
+    def _topic_rates(
+        self,
+        cm: CatalogModel,
+        item_codes: Mapping[str, int],
+        answers: Sequence[tuple[str, str, int]],
+        scores: np.ndarray,
+        b: np.ndarray,
+        a: np.ndarray,
+        app: str,
+    ) -> dict[str, dict[str, float]]:
+        """Learning after a right and a wrong answer and the novelty, per topic with answers, fitted
+        to every learner's scored attempts in time order with the items as calibrated (as
+        ``learnloop.evaluate.EngineModel(topic_rates=True)`` does), by topic id."""
+        from learnloop.tracing.rates import fit_topic_rates
+
+        groups: dict[str, list[int]] = {}
+        for k in sorted(range(len(answers)), key=lambda k: answers[k][:2]):  # learner, then time
+            if answers[k][2] >= 0:
+                groups.setdefault(answers[k][0], []).append(k)
+        positions = np.asarray([position for _, _, position in answers], dtype=np.intp)
+        calibration = {item: {"b": float(b[c]), "a": float(a[c])} for item, c in item_codes.items()}
+        options = self.content.learner_options_for(cm.index.catalog_id, app=app).as_kwargs()
+        model = CatalogModel.build(cm.index, calibration=calibration, **options).model
+        fit = fit_topic_rates(model, [(positions[ks], scores[ks]) for ks in groups.values()])
+        values = fit.as_options()
+        return {
+            cm.index.topic_ids[t]: {name: float(values[name][t]) for name in TOPIC_RATE_NAMES}
+            for t in np.flatnonzero(fit.responses).tolist()
+        }
 
 
 _PLAIN_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[PlainEvent])

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from learnloop.errors import ValidationError
 
-__all__ = ["LearnerOptions"]
+__all__ = ["TOPIC_RATE_NAMES", "LearnerOptions", "with_topic_rates"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,3 +64,32 @@ class LearnerOptions:
         or that the engine sets (``None`` values left out)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {k: v for k, v in values.items() if v is not None}
+
+
+#: the learner-model settings that may hold one value per topic
+TOPIC_RATE_NAMES = ("practice_gain", "failure_gain", "novelty")
+
+
+def with_topic_rates(
+    options: LearnerOptions, topic_ids: Sequence[str], rates: Mapping[str, Mapping[str, float]] | None
+) -> dict[str, Any]:
+    """The learner model's keyword arguments (:meth:`LearnerOptions.as_kwargs`) with the values of
+    ``rates`` (``{topic_id: {"practice_gain": ..., "failure_gain": ..., "novelty": ...}}``) put in
+    per topic, as tuples over ``topic_ids`` (the model's topics, in order); a topic without
+    values of its own keeps the options'.
+
+    >>> kwargs = with_topic_rates(LearnerOptions(), ["a", "b"], {"b": {"practice_gain": 0.3, "failure_gain": 0.0}})
+    >>> kwargs["practice_gain"], kwargs["failure_gain"], kwargs["novelty"]
+    ((0.1, 0.3), (0.1, 0.0), (0.0, 0.0))
+    """
+    kwargs = options.as_kwargs()
+    if not rates:
+        return kwargs
+    shared = {
+        "practice_gain": options.practice_gain,
+        "failure_gain": options.practice_gain if options.failure_gain is None else options.failure_gain,
+        "novelty": options.novelty,
+    }
+    for name, value in shared.items():
+        kwargs[name] = tuple(float(rates[t].get(name, value)) if t in rates else float(value) for t in topic_ids)
+    return kwargs

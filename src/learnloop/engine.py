@@ -416,6 +416,7 @@ class Engine:
         progress: bool = False,
         ability_sd: float | None = 1.0,
         refine: str | None = None,
+        topic_rates: bool = False,
         app: str = "default",
     ) -> dict[str, dict[str, float]]:
         """Calibrate item difficulty (and discrimination, 2PL) from the event log.
@@ -429,7 +430,12 @@ class Engine:
         (None, Rasch; see :func:`learnloop.tracing.calibrate`). ``refine``
         (``"b"`` or ``"ab"``): then fit the items to the learner model's own
         next-response predictions on the log, as ``learnloop.evaluate.EngineModel``
-        does with the same option (see ``docs/models.md``).
+        does with the same option (see ``docs/models.md``). ``topic_rates``: then fit
+        the learning after a right and after a wrong answer and the novelty of each topic
+        with answers (PFA's per-skill learning rates, starting from and kept near the
+        catalog's learner options; ``EngineModel(topic_rates=True)``), stored with the
+        calibration and used by the learner model in place of the options' values
+        (another calibration without them drops them).
         """
         return self._learners.calibrate(
             catalog_id,
@@ -439,6 +445,7 @@ class Engine:
             progress=progress,
             ability_sd=ability_sd,
             refine=refine,
+            topic_rates=topic_rates,
             app=app,
         )
 

@@ -39,15 +39,17 @@ DEFAULT_GRID: dict[str | tuple[str, ...], tuple[Any, ...]] = {
 @dataclass(frozen=True)
 class OptionsFit:
     """The chosen settings, their mean validation log loss, every setting tried with its
-    score (in order), whether the search was stopped early (Ctrl-C), and the item refinement
+    score (in order), whether the search was stopped early (Ctrl-C), the item refinement
     chosen (``EngineModel(refine=...)``: None, ``"b"`` or ``"ab"``; tried in ``tried`` as
-    ``{"refine": ...}`` with the chosen settings)."""
+    ``{"refine": ...}`` with the chosen settings) and whether per-topic learning rates were
+    chosen (``EngineModel(topic_rates=...)``; tried as ``{"topic_rates": True}``)."""
 
     options: LearnerOptions
     log_loss: float
     tried: tuple[tuple[dict[str, Any], float], ...]
     interrupted: bool = False
     refine: str | None = None
+    topic_rates: bool = False
 
 
 def _valid(options: dict[str, Any]) -> bool:
@@ -66,6 +68,7 @@ def fit_options(
     index: CatalogIndex | None = None,
     calibration: bool | str = True,
     refine: Sequence[str] = ("b", "ab"),
+    topic_rates: bool = True,
 ) -> OptionsFit:
     """Choose the learner model's settings by coordinate search on ``folds`` folds of
     ``train``'s learners: each setting in turn takes the value of ``grid`` with the
@@ -78,7 +81,9 @@ def fit_options(
 
     Then each item refinement of ``refine`` (see :class:`EngineModel`) is tried with the chosen
     settings, on the same folds (refined on each fold's training part), and kept if it lowers
-    the mean validation log loss.
+    the mean validation log loss. Last, with ``topic_rates``, the per-topic learning rates and
+    novelty (``EngineModel(topic_rates=True)``) are fitted on each fold's training part, on
+    top of the chosen settings and refinement, and kept if they lower it.
     """
     grid = dict(DEFAULT_GRID if grid is None else grid)
     names = {n for key in grid for n in ((key,) if isinstance(key, str) else key)}
@@ -125,20 +130,32 @@ def fit_options(
             interrupted = True
     chosen = dataclasses.replace(base, **current)
     refined: str | None = None
+    per_topic = False
     try:
         for kind in () if interrupted else refine:
-            losses = []
+            losses, items = [], []
             for (fold_train, valid), b in zip(parts, calibrated, strict=True):
                 model = EngineModel(chosen, index=index, refine=kind)
                 model.calibration_ = dict(b)
                 model.refine_items(fold_train)
+                items.append(model.calibration_)
                 losses.append(log_loss(valid.correct, model.predict(valid)))
             tried.append(({"refine": kind}, float(np.mean(losses))))
             if tried[-1][1] < best - 1e-7:
-                best, refined = tried[-1][1], kind
+                best, refined, calibrated = tried[-1][1], kind, items
+        if topic_rates and not interrupted:
+            losses = []
+            for (fold_train, valid), b in zip(parts, calibrated, strict=True):
+                model = EngineModel(chosen, index=index)
+                model.calibration_ = b
+                model.fit_topic_rates(fold_train)
+                losses.append(log_loss(valid.correct, model.predict(valid)))
+            tried.append(({"topic_rates": True}, float(np.mean(losses))))
+            if tried[-1][1] < best - 1e-7:
+                best, per_topic = tried[-1][1], True
     except KeyboardInterrupt:
         interrupted = True
-    return OptionsFit(chosen, best, tuple(tried), interrupted, refined)
+    return OptionsFit(chosen, best, tuple(tried), interrupted, refined, per_topic)
 
 
 def fit_engine(
@@ -174,6 +191,7 @@ def fit_engine(
         progress=progress,
         index=engine.catalog_index(catalog_id, app=app),
         refine=(),  # the engine keeps its own calibration of the items: settings only
+        topic_rates=False,  # and its own per-topic rates (Engine.calibrate(..., topic_rates=True))
     )
     if not fit.interrupted:
         engine.set_learner_options(catalog_id, fit.options, app=app)

@@ -13,13 +13,14 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from learnloop._options import LearnerOptions
+from learnloop._options import TOPIC_RATE_NAMES, LearnerOptions, with_topic_rates
 from learnloop._tracking import CatalogModel
 from learnloop._types import FloatArray
 from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.datasets import ResponseLog
 from learnloop.tracing import BKT, Sequences, calibrate, predict_sequences
 from learnloop.tracing.calibration import refine_step
+from learnloop.tracing.rates import fit_topic_rates
 from learnloop.tracing.replay import trace
 
 __all__ = ["BKTModel", "EngineModel", "GlobalMean", "ItemMean", "Model", "SkillMean"]
@@ -164,6 +165,12 @@ class EngineModel:
     constant; the online model sees it move with every answer, so the difficulty that predicts
     best from a learner's past differs, e.g. for items met mostly early or late in a course.
 
+    ``topic_rates``: then fit the learning after a right and after a wrong answer and the
+    novelty of each topic (PFA's per-skill learning rates) to the training log, as
+    :func:`learnloop.tracing.rates.fit_topic_rates` does (``topic_rate_steps`` Gauss-Newton steps
+    from the settings' values, kept near them); ``topic_rates_`` holds them by topic id, and
+    topics without a training answer keep the settings' values.
+
     Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace`;
     an answer is posted on its item's first skill, as :meth:`ResponseLog.events` posts it.
     With ``index`` (an engine's compiled catalog, e.g. ``engine.catalog_index(cid)``) the model
@@ -181,6 +188,8 @@ class EngineModel:
         index: CatalogIndex | None = None,
         refine: str | None = None,
         refine_iterations: int = 2,
+        topic_rates: bool = False,
+        topic_rate_steps: int = 2,
     ) -> None:
         if refine not in (None, "b", "ab"):
             raise ValueError(f"refine must be None, 'b' or 'ab', got {refine!r}")
@@ -192,6 +201,9 @@ class EngineModel:
         self.name = name
         self.progress = progress
         self.calibration_: dict[str, dict[str, float]] = {}
+        self.topic_rates = topic_rates
+        self.topic_rate_steps = topic_rate_steps
+        self.topic_rates_: dict[str, dict[str, float]] = {}
 
     @property
     def b_(self) -> dict[str, float]:
@@ -200,6 +212,7 @@ class EngineModel:
 
     def fit(self, train: ResponseLog) -> EngineModel:
         self.calibration_ = {}
+        self.topic_rates_ = {}
         if self.calibrate and train.n_responses:
             kind: Literal["rasch", "2pl"] = "2pl" if self.calibrate == "2pl" else "rasch"
             fit = calibrate(
@@ -217,6 +230,28 @@ class EngineModel:
             }
         if self.refine and train.n_responses:
             self.refine_items(train)
+        if self.topic_rates and train.n_responses:
+            self.fit_topic_rates(train)
+        return self
+
+    def fit_topic_rates(self, train: ResponseLog) -> EngineModel:
+        """Fit the per-topic learning rates and novelty to ``train``, the items as calibrated
+        (see ``topic_rates``)."""
+        self.topic_rates_ = {}
+        cm = self.catalog_model(train)
+        position = self._positions(cm, train)
+        bounds = np.flatnonzero(np.r_[train.first, True]).tolist()
+        runs = [
+            (position[train.item[start:stop]], train.correct[start:stop])
+            for start, stop in zip(bounds[:-1], bounds[1:], strict=True)
+        ]
+        fit = fit_topic_rates(cm.model, runs, steps=self.topic_rate_steps)
+        values = fit.as_options()
+        ids = cm.index.topic_ids
+        self.topic_rates_ = {
+            ids[t]: {name: float(values[name][t]) for name in TOPIC_RATE_NAMES}
+            for t in np.flatnonzero(fit.responses).tolist()
+        }
         return self
 
     def refine_items(self, train: ResponseLog) -> EngineModel:
@@ -253,17 +288,21 @@ class EngineModel:
             index = compile_catalog(catalog, {i.item_id: i for i in items})
             ids = dict(zip(log.item_ids, log.catalog_item_ids, strict=True))
         calibration = {ids[raw]: params for raw, params in self.calibration_.items() if raw in ids}
-        return CatalogModel.build(index, calibration=calibration, **self.options.as_kwargs())
+        options = with_topic_rates(self.options, index.topic_ids, self.topic_rates_)
+        return CatalogModel.build(index, calibration=calibration, **options)
+
+    def _positions(self, cm: CatalogModel, log: ResponseLog) -> np.ndarray:
+        """The catalog position of each item of ``log``'s vocabulary."""
+        names = log.item_ids if self.index is not None else log.catalog_item_ids
+        found = [cm.index.position(i) for i in names]
+        missing = [raw for raw, p in zip(log.item_ids, found, strict=True) if p is None]
+        if missing:
+            raise ValueError(f"items not in catalog '{cm.index.catalog_id}': {missing[:5]}")
+        return np.asarray(found, dtype=np.intp)
 
     def predict(self, log: ResponseLog) -> FloatArray:
         cm = self.catalog_model(log)
-        index = cm.index
-        names = log.item_ids if self.index is not None else log.catalog_item_ids
-        found = [index.position(i) for i in names]
-        missing = [raw for raw, p in zip(log.item_ids, found, strict=True) if p is None]
-        if missing:
-            raise ValueError(f"items not in catalog '{index.catalog_id}': {missing[:5]}")
-        position = np.asarray(found, dtype=np.intp)
+        position = self._positions(cm, log)
         out = np.empty(log.n_responses)
         bounds = np.flatnonzero(np.r_[log.first, True])
         runs = zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
