@@ -14,21 +14,19 @@ bucket is compacted once the dead bytes outweigh the live ones.
 
 from __future__ import annotations
 
-import json
 import threading
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from typing import Any
 
-from learnloop.store.base import Doc, Key, encode_doc
+from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_value
 
 __all__ = ["Bucket", "DocCodec", "Row", "Snapshot"]
 
 #: a stored row: (update sequence, encoded document)
 Row = tuple[int, bytes]
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _RAW = 0x00  # b"\x00" + the raw bytes (as encode_doc)
 _SHAPED1 = 0x01  # one byte of shape id, then the JSON array of the values
 _SHAPED2 = 0x02  # two bytes of shape id, then the JSON array of the values
@@ -55,6 +53,8 @@ class DocCodec:
         self._ids: dict[tuple[tuple[str, ...], tuple[int, ...]], int] = {}
         self._shapes: list[tuple[tuple[str, ...], tuple[int, ...], bool]] = []
         self._lock = threading.Lock()
+        # field names -> the shape their last document had: (field, key part) pairs, the other fields, its header
+        self._by_names: dict[tuple[str, ...], tuple[tuple[tuple[int, int], ...], tuple[int, ...], bytes]] = {}
 
     def __len__(self) -> int:
         return len(self._shapes)
@@ -64,6 +64,17 @@ class DocCodec:
         if isinstance(doc, (bytes, bytearray, memoryview)) or not isinstance(doc, Mapping):
             return encode_doc(doc)
         fields = doc if doc.__class__ is dict else dict(doc)
+        names = tuple(fields)
+        known = self._by_names.get(names)
+        if known is not None:  # the fields that repeated the key last time may repeat it again
+            pairs, keep, head = known
+            given = tuple(fields.values())
+            for at, part in pairs:
+                value = given[at]
+                if value.__class__ is not str or value != key[part]:
+                    break
+            else:
+                return head + json_bytes([given[at] for at in keep])
         refs: list[int] = []
         values: list[Any] = []
         for name, value in fields.items():
@@ -74,16 +85,18 @@ class DocCodec:
             else:
                 refs.append(-1)
                 values.append(value)
-        body = _ENCODER.encode(values).encode("utf-8")
-        shape = (tuple(fields), tuple(refs))
+        body = json_bytes(values)
+        shape = (names, tuple(refs))
         sid = self._ids.get(shape)
         if sid is None:
             sid = self._register(shape)
             if sid is None:
                 return encode_doc(fields)
-        if sid < 0x100:
-            return bytes((_SHAPED1, sid)) + body
-        return bytes((_SHAPED2, sid & 0xFF, sid >> 8)) + body
+        head = bytes((_SHAPED1, sid)) if sid < 0x100 else bytes((_SHAPED2, sid & 0xFF, sid >> 8))
+        if len(self._by_names) < MAX_SHAPES:
+            pairs = tuple((at, ref) for at, ref in enumerate(refs) if ref >= 0)
+            self._by_names[names] = (pairs, tuple(at for at, ref in enumerate(refs) if ref < 0), head)
+        return head + body
 
     def _register(self, shape: tuple[tuple[str, ...], tuple[int, ...]]) -> int | None:
         with self._lock:
@@ -105,10 +118,10 @@ class DocCodec:
         elif tag == _SHAPED2:
             sid, start = blob[1] | blob[2] << 8, 3
         else:
-            decoded: Doc = json.loads(blob)
+            decoded: Doc = json_value(blob)
             return decoded
         names, refs, keyed = self._shapes[sid]
-        values = json.loads(blob[start:])
+        values = json_value(blob[start:])
         if not keyed:
             return dict(zip(names, values, strict=True))
         pending = iter(values)
@@ -302,6 +315,10 @@ class Bucket:
             return [self.put(*row) for row in rows]
         previous: list[Row | None] = []
         fresh: dict[Key, int] = {}  # keys new to the bucket -> their row number
+        # many rows into a big bucket: read each of its keys once rather than log2(n) of them per row
+        at: dict[Key, int] | None = None
+        if len(self._order) > 64 and len(rows) * (len(self._order).bit_length()) > len(self._order):
+            at = {self._key(slot): pos for pos, slot in enumerate(self._order)}
         for suffix, seq, blob in rows:
             slot = self._append(suffix, seq, blob)
             old = fresh.get(suffix)
@@ -310,7 +327,11 @@ class Bucket:
                 self._kill(old)
                 fresh[suffix] = slot
                 continue
-            pos, old = self._find(suffix)
+            if at is None:
+                pos, old = self._find(suffix)
+            else:
+                pos = at.get(suffix, -1)
+                old = None if pos < 0 else self._order[pos]
             if old is None:
                 previous.append(None)
                 fresh[suffix] = slot
@@ -319,7 +340,10 @@ class Bucket:
                 self._kill(old)
                 self._order[pos] = slot
         if len(fresh) > len(self._order) // 8:
-            self._order = array("I", sorted((*self._order, *fresh.values()), key=self._key))
+            merged = [(self._key(slot), slot) for slot in self._order]  # keys told apart: slots never compared
+            merged += fresh.items()
+            merged.sort()
+            self._order = array("I", [slot for _, slot in merged])
         else:
             for suffix, slot in sorted(fresh.items()):
                 self._order.insert(bisect_left(self._order, suffix, key=self._key), slot)
