@@ -16,6 +16,9 @@ from learnloop.errors import ContextError
 
 __all__ = ["ContextSigner"]
 
+#: verified tokens remembered (their payloads, flat dicts, copied in and out)
+_REMEMBERED = 4096
+
 
 def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
@@ -42,9 +45,14 @@ class ContextSigner:
         if not secret:
             raise ValueError("the context secret must not be empty")
         self._secret = secret
+        self._keyed = hmac.new(secret, digestmod=hashlib.sha256)  # copied per message: the key is set up once
+        # (token, app, kind) -> its payload, for tokens that verified (a session's context comes back each step)
+        self._verified: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def _mac(self, body: bytes) -> str:
-        return _b64(hmac.new(self._secret, body, hashlib.sha256).digest()[:18])
+        mac = self._keyed.copy()
+        mac.update(body)
+        return _b64(mac.digest()[:18])
 
     def sign(self, app: str, kind: str, payload: dict[str, Any]) -> str:
         body = json.dumps({"a": app, "k": kind, "p": payload}, separators=(",", ":"), sort_keys=True).encode()
@@ -62,6 +70,17 @@ class ContextSigner:
         ...
         learnloop.errors.ContextError: malformed context
         """
+        if token.__class__ is str:
+            known = self._verified.get((token, app, kind))
+            if known is not None:
+                return dict(known)
+        payload = self._verify(token, app=app, kind=kind)
+        if len(self._verified) >= _REMEMBERED:
+            self._verified.clear()
+        self._verified[(token, app, kind)] = dict(payload)
+        return payload
+
+    def _verify(self, token: str, *, app: str, kind: str) -> dict[str, Any]:
         if not isinstance(token, str) or token.count(".") != 1 or not token.isascii():
             raise ContextError("malformed context")
         encoded, mac = token.split(".")

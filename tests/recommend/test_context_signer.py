@@ -1,0 +1,40 @@
+"""Context tokens: a token verified once is remembered without weakening what verify refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from learnloop.errors import ContextError
+from learnloop.recommend.context import ContextSigner
+
+
+def test_a_remembered_token_is_still_refused_for_another_app_or_kind_and_by_another_secret() -> None:
+    signer = ContextSigner(b"secret")
+    token = signer.sign("app-1", "s", {"id": "abc"})
+    for _ in range(2):  # the second time from what the first verification remembered
+        assert signer.verify(token, app="app-1", kind="s") == {"id": "abc"}
+        with pytest.raises(ContextError, match="another application"):
+            signer.verify(token, app="app-2", kind="s")
+        with pytest.raises(ContextError, match="not a recommendation context"):
+            signer.verify(token, app="app-1", kind="r")
+    with pytest.raises(ContextError, match="does not verify"):
+        ContextSigner(b"other").verify(token, app="app-1", kind="s")
+    body, mac = token.split(".")
+    forged = f"{body}.{'A' if mac[0] != 'A' else 'B'}{mac[1:]}"
+    with pytest.raises(ContextError, match="does not verify"):
+        signer.verify(forged, app="app-1", kind="s")
+
+
+def test_a_caller_changing_a_payload_changes_no_later_one() -> None:
+    signer = ContextSigner(b"secret")
+    token = signer.sign("a", "r", {"s": "x", "n": 1})
+    first = signer.verify(token, app="a", kind="r")
+    first["s"] = "changed"
+    assert signer.verify(token, app="a", kind="r") == {"s": "x", "n": 1}
+
+
+def test_many_tokens_keep_verifying_past_what_is_remembered() -> None:
+    signer = ContextSigner(b"secret")
+    tokens = [signer.sign("a", "r", {"n": k}) for k in range(5000)]
+    assert [signer.verify(t, app="a", kind="r")["n"] for t in tokens] == list(range(5000))
+    assert signer.verify(tokens[0], app="a", kind="r") == {"n": 0}
