@@ -259,7 +259,12 @@ class Sessions:
             # replaying from a checkpoint when they are late) before the transaction,
             # so that the store is held only for the writes and the recommendation
             current = self.learners.tracker.state(app, spec.user_id, model)
-            plan = self.learners.tracker.plan(app, interactions, revisions={learner: current.revision})
+            plan = self.learners.tracker.plan(
+                app,
+                interactions,
+                revisions={learner: current.revision},
+                latest={learner: current.latest} if current.current else None,
+            )
             entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
             with self.store.atomic():
                 session = self._session_by_id(app, session_id)  # as stored now (raises before any write)

@@ -357,20 +357,26 @@ class Tracker:
         interactions: Iterable[Interaction],
         *,
         revisions: Mapping[tuple[str, str], int] | None = None,
+        latest: Mapping[tuple[str, str], float] | None = None,
     ) -> Plan:
         """Which interactions would change anything (new keys, overwrites with other content).
 
         Reads only. Within one call, the last version of a key wins; the order
         of first appearance is the posting order. ``revisions`` gives the
         learners' revisions when the caller has just read them (under the
-        learners' locks), so that they are not read again.
+        learners' locks), so that they are not read again; ``latest`` the epoch of
+        each one's latest stored event as of that revision: interactions after it
+        are new keys, and the store is not asked about them.
         """
         latest_version: dict[tuple[str, str, str, str], Interaction] = {}
         for interaction in interactions:
             latest_version[interaction.key] = interaction
         if not latest_version:
             return Plan([], 0, {}, set(), {})
-        existing = self.store.get_many("events", app, list(latest_version))
+        known_new = latest is not None and all(
+            i.epoch > latest.get((i.user_id, i.catalog_id), math.inf) for i in latest_version.values()
+        )
+        existing = {} if known_new else self.store.get_many("events", app, list(latest_version))
         changed: list[Interaction] = []
         rewrites: set[tuple[str, str]] = set()
         for key, interaction in latest_version.items():
