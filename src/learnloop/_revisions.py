@@ -52,6 +52,13 @@ class Revision:
         late = tuple((int(r), float(e)) for r, e in doc.get("late", ()))
         return cls(rev, None if hi is None else float(hi), late, int(doc.get("floor", 0)))
 
+    @property
+    def stored_until(self) -> float:
+        """No stored event of the learner is later than this (-inf: none stored; inf: unknown)."""
+        if self.rev == 0:
+            return -math.inf
+        return math.inf if self.hi is None else self.hi
+
     def to_doc(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"rev": self.rev}
         if self.hi is not None:

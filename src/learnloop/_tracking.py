@@ -364,19 +364,26 @@ class Tracker:
         Reads only. Within one call, the last version of a key wins; the order
         of first appearance is the posting order. ``revisions`` gives the
         learners' revisions when the caller has just read them (under the
-        learners' locks), so that they are not read again; ``latest`` the epoch of
-        each one's latest stored event as of that revision: interactions after it
-        are new keys, and the store is not asked about them.
+        learners' locks), so that they are not read again, and ``latest`` the time of
+        each one's latest stored event as of that revision.
         """
         latest_version: dict[tuple[str, str, str, str], Interaction] = {}
         for interaction in interactions:
             latest_version[interaction.key] = interaction
         if not latest_version:
             return Plan([], 0, {}, set(), {})
-        known_new = latest is not None and all(
-            i.epoch > latest.get((i.user_id, i.catalog_id), math.inf) for i in latest_version.values()
-        )
-        existing = {} if known_new else self.store.get_many("events", app, list(latest_version))
+        learners = list(dict.fromkeys((i.user_id, i.catalog_id) for i in latest_version.values()))
+        read = revisions is None or not all(learner in revisions for learner in learners)
+        if revisions is not None and not read:  # only the numbers are known: not what came before (floor)
+            known = {learner: Revision(revisions[learner], floor=revisions[learner]) for learner in learners}
+            bound = dict(latest or {})
+        else:
+            found = self.store.get_many("learners", app, learners)
+            known = {(k[0], k[1]): Revision.from_doc(doc) for k, doc in found.items()}
+            bound = {learner: known.get(learner, _NONE).stored_until for learner in learners}
+        # a key later than every stored event of its learner is new: the store is not asked about it
+        ask = [k for k, i in latest_version.items() if not i.epoch > bound.get((i.user_id, i.catalog_id), math.inf)]
+        existing = self.store.get_many("events", app, ask) if ask else {}
         changed: list[Interaction] = []
         rewrites: set[tuple[str, str]] = set()
         for key, interaction in latest_version.items():
@@ -390,13 +397,7 @@ class Tracker:
         by_learner: dict[tuple[str, str], list[Interaction]] = {}
         for interaction in changed:
             by_learner.setdefault((interaction.user_id, interaction.catalog_id), []).append(interaction)
-        if revisions is not None and all(learner in revisions for learner in by_learner):
-            # only the numbers are known: what happened before them is not (floor)
-            known = {learner: Revision(revisions[learner], floor=revisions[learner]) for learner in by_learner}
-            return Plan(changed, new, by_learner, rewrites, known, read=False)
-        found = self.store.get_many("learners", app, list(by_learner))
-        known = {(k[0], k[1]): Revision.from_doc(doc) for k, doc in found.items()}
-        return Plan(changed, new, by_learner, rewrites, known)
+        return Plan(changed, new, by_learner, rewrites, known, read=read)
 
     def write(self, app: str, plan: Plan, *, check: bool = False) -> None:
         """Store the plan's events and advance the learners' revisions.
