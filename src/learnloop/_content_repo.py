@@ -33,6 +33,7 @@ from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
 from learnloop.limits import Limits
 from learnloop.store import Store
 from learnloop.store.base import json_doc
+from learnloop.tracing.echo import Echo
 
 __all__ = ["ContentRepository"]
 
@@ -59,6 +60,8 @@ class ContentRepository:
         self._indexes: dict[tuple[str, str], tuple[int, CatalogIndex]] = {}
         self._models: dict[tuple[str, str], tuple[Any, int, CatalogModel]] = {}
         self._masks: LRUCache[tuple[str, str, str, str], BoolArray] = LRUCache(max_items=1024)
+        # (app, catalog_id) -> (the catalog model it was read for, the stored answer echo or None)
+        self._echoes: dict[tuple[str, str], tuple[CatalogModel, Echo | None]] = {}
 
     def clear_caches(self) -> None:
         """Drop every compiled form (after a rolled-back transaction)."""
@@ -66,6 +69,7 @@ class ContentRepository:
             self._indexes.clear()
             self._models.clear()
             self._masks.clear()
+            self._echoes.clear()
 
     # -- content version: compiled catalogs are cached until content changes ---
     def version(self, app: str) -> int:
@@ -212,6 +216,21 @@ class ContentRepository:
         with self._cache_lock:
             self._models[(app, catalog_id)] = (index, version, model)
         return model
+
+    def echo_for(self, catalog_id: str, *, app: str = "default") -> tuple[CatalogModel, Echo | None]:
+        """The catalog's model and the answer echo stored with its calibration
+        (``Engine.calibrate(..., echo=True)``), None without one."""
+        model = self.catalog_model(catalog_id, app=app)
+        with self._cache_lock:
+            cached = self._echoes.get((app, catalog_id))
+        if cached is not None and cached[0] is model:
+            return cached
+        doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
+        stored = None if doc is None else json_doc(doc).get("echo")
+        echo = None if stored is None else Echo.from_doc(stored, model.index.topic_ids)
+        with self._cache_lock:
+            self._echoes[(app, catalog_id)] = (model, echo)
+        return model, echo
 
     def learner_options_for(self, catalog_id: str, *, app: str = DEFAULT_APP) -> LearnerOptions:
         """The engine's learner options with the catalog's stored settings applied."""

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 from learnloop._content_repo import ContentRepository
 from learnloop._locks import LearnerLocks
 from learnloop._lru import LRUCache
-from learnloop._options import TOPIC_RATE_NAMES
+from learnloop._options import TOPIC_RATE_NAMES, with_topic_rates
 from learnloop._tracking import CatalogModel, Tracker, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import describe_validation_error, parse
@@ -241,8 +241,13 @@ class Learners:
         if missing:
             where = f"topic '{topic_id}'" if topic_id is not None else f"catalog '{catalog_id}'"
             raise ValidationError([f"item '{i}' is not in {where}" for i in missing])
-        state = self.state(app, user_id, model).state
-        p = model.model.predict(state, np.asarray(positions, dtype=np.intp))
+        entry = self.state(app, user_id, model)
+        p = model.model.predict(entry.state, np.asarray(positions, dtype=np.intp))
+        model_now, echo = self.content.echo_for(catalog_id, app=app)
+        if echo is not None and model_now is model:  # from the learner's last answer, if the latest event
+            last = (-1, 0.0) if entry.last_attempt is None else entry.last_attempt
+            prev = int(index.item_topic[last[0]]) if last[0] >= 0 else -1
+            p = echo.predict(p, index.item_topic[np.asarray(positions, dtype=np.intp)], prev, last[1])
         return dict(zip(wanted, p.tolist(), strict=True))
 
     def learner_view(self, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
@@ -282,6 +287,7 @@ class Learners:
         ability_sd: float | None = 1.0,
         refine: str | None = None,
         topic_rates: bool = False,
+        echo: bool = False,
         app: str = "default",
     ) -> dict[str, dict[str, float]]:
         if refine not in (None, "b", "ab"):
@@ -339,6 +345,8 @@ class Learners:
         calibration: dict[str, Any] = {"items": result, "model": model, "refine": refine}
         if topic_rates:
             calibration["topics"] = self._topic_rates(cm, item_codes, answers, np.asarray(scores), b, a, app)
+        if echo:
+            calibration["echo"] = self._echo(cm, item_codes, answers, np.asarray(scores), b, a, calibration, app)
         with self.store.atomic():
             self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), calibration)])
             self.content.bump_version(app)
@@ -420,6 +428,34 @@ class Learners:
             cm.index.topic_ids[t]: {name: float(values[name][t]) for name in TOPIC_RATE_NAMES}
             for t in np.flatnonzero(fit.responses).tolist()
         }
+
+    def _echo(
+        self,
+        cm: CatalogModel,
+        item_codes: Mapping[str, int],
+        answers: Sequence[tuple[str, str, int]],
+        scores: np.ndarray,
+        b: np.ndarray,
+        a: np.ndarray,
+        calibration: Mapping[str, Any],
+        app: str,
+    ) -> dict[str, Any]:
+        """The answer echo fitted to every learner's scored attempts in time order, replayed with the
+        items and per-topic rates as calibrated (as ``learnloop.evaluate.EngineModel(echo=True)``
+        does), by topic id."""
+        from learnloop.tracing.echo import fit_echo_replay
+
+        groups: dict[str, list[int]] = {}
+        for k in sorted(range(len(answers)), key=lambda k: answers[k][:2]):  # learner, then time
+            if answers[k][2] >= 0:
+                groups.setdefault(answers[k][0], []).append(k)
+        positions = np.asarray([position for _, _, position in answers], dtype=np.intp)
+        items = {item: {"b": float(b[c]), "a": float(a[c])} for item, c in item_codes.items()}
+        options = self.content.learner_options_for(cm.index.catalog_id, app=app)
+        kwargs = with_topic_rates(options, cm.index.topic_ids, calibration.get("topics"))
+        model = CatalogModel.build(cm.index, calibration=items, **kwargs).model
+        fit = fit_echo_replay(model, [(positions[ks], scores[ks]) for ks in groups.values()])
+        return fit.to_doc(cm.index.topic_ids)
 
 
 _PLAIN_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[PlainEvent])

@@ -372,7 +372,8 @@ class Engine:
         first topic. A learner without events gets the model's prior. Raises
         :class:`~learnloop.errors.ValidationError` naming every item not in the
         catalog (or topic), :class:`~learnloop.errors.NotFoundError` for an
-        unknown catalog or topic.
+        unknown catalog or topic. An answer echo stored by ``calibrate(..., echo=True)``
+        is applied from the learner's latest event when it is an answer.
         """
         return self._learners.predict(user_id, catalog_id, item_ids, topic_id=topic_id, app=app)
 
@@ -417,6 +418,7 @@ class Engine:
         ability_sd: float | None = 1.0,
         refine: str | None = None,
         topic_rates: bool = False,
+        echo: bool = False,
         app: str = "default",
     ) -> dict[str, dict[str, float]]:
         """Calibrate item difficulty (and discrimination, 2PL) from the event log.
@@ -435,7 +437,10 @@ class Engine:
         with answers (PFA's per-skill learning rates, starting from and kept near the
         catalog's learner options; ``EngineModel(topic_rates=True)``), stored with the
         calibration and used by the learner model in place of the options' values
-        (another calibration without them drops them).
+        (another calibration without them drops them). ``echo``: last, fit the answer echo
+        (``learnloop.tracing.echo``, ``EngineModel(echo=True)``) on the log replayed with all
+        that; :meth:`predict` applies it from the learner's latest event when an answer (a
+        prediction-only term; sessions rank items by the model's own P(correct)).
         """
         return self._learners.calibrate(
             catalog_id,
@@ -446,6 +451,7 @@ class Engine:
             ability_sd=ability_sd,
             refine=refine,
             topic_rates=topic_rates,
+            echo=echo,
             app=app,
         )
 

@@ -71,7 +71,9 @@ def test_engine_model_fits_the_rates_back_and_predicts_better_with_them() -> Non
     loss_shared = metrics(valid.correct, shared.predict(valid))["log_loss"]
     assert loss_rates < loss_shared - 0.003
     # fit_options tries them on its folds, after the settings and the item refinement, and keeps them here
-    fit = fit_options(train, start=OPTIONS, grid={"practice_gain": (0.1,)}, folds=2, progress=False, refine=())
+    fit = fit_options(
+        train, start=OPTIONS, grid={"practice_gain": (0.1,)}, folds=2, progress=False, refine=(), echo=False
+    )
     assert [opts for opts, _ in fit.tried][-1] == {"topic_rates": True}
     assert fit.topic_rates is True
     assert (

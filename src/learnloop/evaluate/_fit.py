@@ -41,8 +41,9 @@ class OptionsFit:
     """The chosen settings, their mean validation log loss, every setting tried with its
     score (in order), whether the search was stopped early (Ctrl-C), the item refinement
     chosen (``EngineModel(refine=...)``: None, ``"b"`` or ``"ab"``; tried in ``tried`` as
-    ``{"refine": ...}`` with the chosen settings) and whether per-topic learning rates were
-    chosen (``EngineModel(topic_rates=...)``; tried as ``{"topic_rates": True}``)."""
+    ``{"refine": ...}`` with the chosen settings), whether per-topic learning rates were
+    chosen (``EngineModel(topic_rates=...)``; tried as ``{"topic_rates": True}``) and whether
+    the answer echo was (``EngineModel(echo=...)``; tried as ``{"echo": True}``)."""
 
     options: LearnerOptions
     log_loss: float
@@ -50,6 +51,7 @@ class OptionsFit:
     interrupted: bool = False
     refine: str | None = None
     topic_rates: bool = False
+    echo: bool = False
 
 
 def _valid(options: dict[str, Any]) -> bool:
@@ -69,6 +71,7 @@ def fit_options(
     calibration: bool | str = True,
     refine: Sequence[str] = ("b", "ab"),
     topic_rates: bool = True,
+    echo: bool = True,
 ) -> OptionsFit:
     """Choose the learner model's settings by coordinate search on ``folds`` folds of
     ``train``'s learners: each setting in turn takes the value of ``grid`` with the
@@ -83,7 +86,9 @@ def fit_options(
     settings, on the same folds (refined on each fold's training part), and kept if it lowers
     the mean validation log loss. Last, with ``topic_rates``, the per-topic learning rates and
     novelty (``EngineModel(topic_rates=True)``) are fitted on each fold's training part, on
-    top of the chosen settings and refinement, and kept if they lower it.
+    top of the chosen settings and refinement, and kept if they lower it. Then, with ``echo``, the
+    answer echo (``EngineModel(echo=True)``) is fitted the same way on top of all that and kept
+    if it lowers it.
     """
     grid = dict(DEFAULT_GRID if grid is None else grid)
     names = {n for key in grid for n in ((key,) if isinstance(key, str) else key)}
@@ -131,6 +136,8 @@ def fit_options(
     chosen = dataclasses.replace(base, **current)
     refined: str | None = None
     per_topic = False
+    echoed = False
+    rates: list[dict[str, dict[str, float]]] = [{} for _ in parts]
     try:
         for kind in () if interrupted else refine:
             losses, items = [], []
@@ -144,18 +151,29 @@ def fit_options(
             if tried[-1][1] < best - 1e-7:
                 best, refined, calibrated = tried[-1][1], kind, items
         if topic_rates and not interrupted:
-            losses = []
+            losses, fitted = [], []
             for (fold_train, valid), b in zip(parts, calibrated, strict=True):
                 model = EngineModel(chosen, index=index)
                 model.calibration_ = b
                 model.fit_topic_rates(fold_train)
+                fitted.append(model.topic_rates_)
                 losses.append(log_loss(valid.correct, model.predict(valid)))
             tried.append(({"topic_rates": True}, float(np.mean(losses))))
             if tried[-1][1] < best - 1e-7:
-                best, per_topic = tried[-1][1], True
+                best, per_topic, rates = tried[-1][1], True, fitted
+        if echo and not interrupted:
+            losses = []
+            for (fold_train, valid), b, r in zip(parts, calibrated, rates, strict=True):
+                model = EngineModel(chosen, index=index)
+                model.calibration_, model.topic_rates_ = b, r
+                model.fit_echo(fold_train)
+                losses.append(log_loss(valid.correct, model.predict(valid)))
+            tried.append(({"echo": True}, float(np.mean(losses))))
+            if tried[-1][1] < best - 1e-7:
+                best, echoed = tried[-1][1], True
     except KeyboardInterrupt:
         interrupted = True
-    return OptionsFit(chosen, best, tuple(tried), interrupted, refined, per_topic)
+    return OptionsFit(chosen, best, tuple(tried), interrupted, refined, per_topic, echoed)
 
 
 def fit_engine(
@@ -192,6 +210,7 @@ def fit_engine(
         index=engine.catalog_index(catalog_id, app=app),
         refine=(),  # the engine keeps its own calibration of the items: settings only
         topic_rates=False,  # and its own per-topic rates (Engine.calibrate(..., topic_rates=True))
+        echo=False,  # and its own answer echo (Engine.calibrate(..., echo=True))
     )
     if not fit.interrupted:
         engine.set_learner_options(catalog_id, fit.options, app=app)

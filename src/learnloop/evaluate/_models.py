@@ -20,6 +20,7 @@ from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.datasets import ResponseLog
 from learnloop.tracing import BKT, Sequences, calibrate, predict_sequences
 from learnloop.tracing.calibration import refine_step
+from learnloop.tracing.echo import Echo, fit_echo, previous_answers
 from learnloop.tracing.rates import fit_topic_rates
 from learnloop.tracing.replay import trace
 
@@ -171,6 +172,12 @@ class EngineModel:
     from the settings' values, kept near them); ``topic_rates_`` holds them by topic id, and
     topics without a training answer keep the settings' values.
 
+    ``echo``: then fit the answer echo (:mod:`learnloop.tracing.echo`) to the model's predictions on
+    the training log and apply it in :meth:`predict`: a prediction-only term in the learner's previous
+    answer, weighted per (previous topic, topic) pair, for logs that repeat one answer on consecutive
+    rows (a multi-skill problem written once per skill); ``echo_`` holds it by topic id
+    (:meth:`Echo.to_doc`), None when not fitted.
+
     Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace`;
     an answer is posted on its item's first skill, as :meth:`ResponseLog.events` posts it.
     With ``index`` (an engine's compiled catalog, e.g. ``engine.catalog_index(cid)``) the model
@@ -190,6 +197,7 @@ class EngineModel:
         refine_iterations: int = 2,
         topic_rates: bool = False,
         topic_rate_steps: int = 2,
+        echo: bool = False,
     ) -> None:
         if refine not in (None, "b", "ab"):
             raise ValueError(f"refine must be None, 'b' or 'ab', got {refine!r}")
@@ -204,6 +212,8 @@ class EngineModel:
         self.topic_rates = topic_rates
         self.topic_rate_steps = topic_rate_steps
         self.topic_rates_: dict[str, dict[str, float]] = {}
+        self.echo = echo
+        self.echo_: dict[str, Any] | None = None
 
     @property
     def b_(self) -> dict[str, float]:
@@ -213,6 +223,7 @@ class EngineModel:
     def fit(self, train: ResponseLog) -> EngineModel:
         self.calibration_ = {}
         self.topic_rates_ = {}
+        self.echo_ = None
         if self.calibrate and train.n_responses:
             kind: Literal["rasch", "2pl"] = "2pl" if self.calibrate == "2pl" else "rasch"
             fit = calibrate(
@@ -232,6 +243,21 @@ class EngineModel:
             self.refine_items(train)
         if self.topic_rates and train.n_responses:
             self.fit_topic_rates(train)
+        if self.echo and train.n_responses:
+            self.fit_echo(train)
+        return self
+
+    def fit_echo(self, train: ResponseLog) -> EngineModel:
+        """Fit the answer echo to the model's predictions on ``train`` (items, refinement and per-topic
+        rates as fitted; see ``echo``)."""
+        self.echo_ = None
+        cm = self.catalog_model(train)
+        position = self._positions(cm, train)
+        p = np.clip(self._replay(cm, position, train), 1e-9, 1.0 - 1e-9)
+        topic = cm.index.item_topic[position[train.item]]
+        prev_topic, prev_score = previous_answers(topic, train.correct, train.first)
+        echo = fit_echo(np.log(p / (1.0 - p)), train.correct, topic, prev_topic, prev_score)
+        self.echo_ = echo.to_doc(cm.index.topic_ids)
         return self
 
     def fit_topic_rates(self, train: ResponseLog) -> EngineModel:
@@ -268,7 +294,7 @@ class EngineModel:
             b, a = refine_step(
                 train.item,
                 train.correct,
-                self.predict(train),
+                self._replay(self.catalog_model(train), None, train),
                 b,
                 a,
                 b_prior_mean=start_b,
@@ -303,6 +329,16 @@ class EngineModel:
     def predict(self, log: ResponseLog) -> FloatArray:
         cm = self.catalog_model(log)
         position = self._positions(cm, log)
+        p = self._replay(cm, position, log)
+        if self.echo_ is None:
+            return p
+        topic = cm.index.item_topic[position[log.item]]
+        prev_topic, prev_score = previous_answers(topic, log.correct, log.first)
+        return Echo.from_doc(self.echo_, cm.index.topic_ids).predict(p, topic, prev_topic, prev_score)
+
+    def _replay(self, cm: CatalogModel, position: np.ndarray | None, log: ResponseLog) -> FloatArray:
+        """The learner model's P(correct) of each response of ``log`` from the same learner's earlier ones."""
+        position = self._positions(cm, log) if position is None else position
         out = np.empty(log.n_responses)
         bounds = np.flatnonzero(np.r_[log.first, True])
         runs = zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
