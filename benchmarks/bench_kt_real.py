@@ -13,7 +13,8 @@ https://github.com/chrispiech/DeepKnowledgeTracing).
 Protocol, per split: every model is fitted on the train file only; the engine's
 settings, whether its items are then refined to its own predictions
 (``EngineModel(refine=...)``) and whether it learns at per-topic rates
-(``EngineModel(topic_rates=True)``) are chosen by :func:`learnloop.evaluate.fit_options`
+(``EngineModel(topic_rates=True)``) and whether its predictions carry the answer echo
+(``EngineModel(echo=True)``) are chosen by :func:`learnloop.evaluate.fit_options`
 on 3 folds of the train file's learners; then every response of the test file is predicted once,
 from the same learner's earlier test responses only (the next-response protocol of
 :mod:`learnloop.evaluate`), and scored. The test file is read once per figure.
@@ -90,6 +91,7 @@ def worker(root: Path, split: str, model_name: str, options: str, out: Path) -> 
             json.loads(options)["options"],
             refine=json.loads(options)["refine"],
             topic_rates=json.loads(options).get("topic_rates", False),
+            echo=json.loads(options).get("echo", False),
         ),
     }[model_name]()
     t0 = time.perf_counter()
@@ -116,6 +118,7 @@ def fit_worker(root: Path, split: str, out: Path, folds: int) -> None:
                 "options": chosen,
                 "refine": fit.refine,
                 "topic_rates": fit.topic_rates,
+                "echo": fit.echo,
                 "log_loss": fit.log_loss,
                 "seconds": time.perf_counter() - t,
             }
@@ -202,7 +205,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for split in args.splits:
-            chosen: dict[str, Any] = {"options": {}, "refine": None, "topic_rates": False}
+            chosen: dict[str, Any] = {"options": {}, "refine": None, "topic_rates": False, "echo": False}
             print(f"\n## {split}\n")
             if "engine (fitted)" in args.models:
                 fitted = workdir / f"{split}_options.json"
@@ -210,14 +213,13 @@ def main() -> None:
                 chosen = json.loads(fitted.read_text())
                 print(f"engine settings chosen on {args.folds} folds of the training learners in "
                       f"{chosen['seconds']:.0f} s (validation log loss {chosen['log_loss']:.4f}): {chosen['options']}, "
-                      f"items refined: {chosen['refine']}, per-topic rates: {chosen['topic_rates']}\n")  # fmt: skip
+                      f"items refined: {chosen['refine']}, per-topic rates: {chosen['topic_rates']}, "
+                      f"answer echo: {chosen['echo']}\n")  # fmt: skip
             print("| model | AUC | RMSE | log loss | ECE | fit | replay | replay rate | peak RSS |")
             print("|---|---|---|---|---|---|---|---|---|")
             for name in args.models:
                 out = workdir / f"{split}_{len(summary)}.npz"
-                fitted_model = json.dumps(
-                    {"options": chosen["options"], "refine": chosen["refine"], "topic_rates": chosen["topic_rates"]}
-                )
+                fitted_model = json.dumps({k: chosen[k] for k in ("options", "refine", "topic_rates", "echo")})
                 run_worker([str(args.data_dir), "--worker", split, name, fitted_model, str(out)])
                 with np.load(out) as z:
                     m = metrics(z["y"], z["p"])
