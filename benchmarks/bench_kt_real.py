@@ -18,6 +18,8 @@ settings, whether its items are then refined to its own predictions
 on 3 folds of the train file's learners; then every response of the test file is predicted once,
 from the same learner's earlier test responses only (the next-response protocol of
 :mod:`learnloop.evaluate`), and scored. The test file is read once per figure.
+learnloop's per-skill BKT takes the guess/slip bound (0.3, 0.5 or none) that
+``BKTModel.chosen`` finds best on 3 folds of the train file's learners.
 STATICS is modelled with its 1,223 questions as items and their 98 skills as
 topics (per-skill BKT and pyBKT on the skills); the other files' ids are skills.
 Each model runs in its own process: fit and replay seconds are wall-clock, peak
@@ -94,6 +96,10 @@ def worker(root: Path, split: str, model_name: str, options: str, out: Path) -> 
             echo=json.loads(options).get("echo", False),
         ),
     }[model_name]()
+    if model_name == "BKT per skill":  # the guess/slip bound is chosen on folds of the training learners
+        bound = ev.BKTModel.chosen(train, n_restarts=5, seed=0).options["max_guess"]
+        print(f"BKT per skill: guess/slip bound chosen on 3 folds of the training learners: {bound}", file=sys.stderr)
+        model = ev.BKTModel(n_restarts=5, seed=0, max_guess=bound, max_slip=bound)
     t0 = time.perf_counter()
     model.fit(train)
     t1 = time.perf_counter()

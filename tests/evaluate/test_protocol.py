@@ -108,3 +108,15 @@ def test_metrics_and_reliability_on_known_values() -> None:
     mean_p, rate, count = reliability(y, p, n_bins=2)
     assert mean_p.tolist() == pytest.approx([(0.1 + 0.4 + 0.35) / 3, 0.8])
     assert rate.tolist() == pytest.approx([1 / 3, 1.0]) and count.tolist() == [3.0, 1.0]
+
+
+def test_bkt_bound_chosen_on_folds_is_not_one_that_clips_the_generating_guess() -> None:
+    params = np.array([[0.3, 0.15, 0.42, 0.1, 0.0], [0.4, 0.2, 0.45, 0.08, 0.0]])
+    data = generate_bkt(500, 2, 15, params=params, seed=3)
+    log = from_columns({"u": data.student, "s": data.skill, "c": data.correct}, learner="u", item="s", correct="c")
+    model = BKTModel.chosen(log, bounds=(0.3, 0.5, 1.0), n_restarts=2, seed=0)
+    losses = model.bound_losses_
+    assert set(losses) == {0.3, 0.5, 1.0}
+    best = model.options["max_guess"]
+    assert best == model.options["max_slip"] == min(losses, key=losses.__getitem__)
+    assert best in (0.5, 1.0) and losses[0.3] > losses[best]

@@ -130,6 +130,32 @@ class BKTModel:
         self.options = {"max_guess": 0.5, "max_slip": 0.5, **options}
         self.bkt: BKT | None = None
         self.mean_ = 0.5
+        self.bound_losses_: dict[float, float] = {}
+
+    @classmethod
+    def chosen(
+        cls, train: ResponseLog, *, bounds: tuple[float, ...] = (0.3, 0.5, 1.0), folds: int = 3, **options: Any
+    ) -> BKTModel:
+        """The model fitted on ``train`` with the guess/slip bound (1.0: none) whose fits on
+        ``folds`` folds of the training learners predict the held-out learners' answers with
+        the lowest log loss (the next-response protocol, as :func:`fit_options` chooses).
+
+        ``bound_losses_`` keeps each bound's mean validation log loss.
+        """
+        from learnloop.evaluate._protocol import metrics  # the protocol module imports this one
+
+        parts = train.folds(folds, seed=0)
+        losses = {}
+        for bound in bounds:
+            scored = []
+            for part_train, part_valid in parts:
+                model = cls(**{**options, "max_guess": bound, "max_slip": bound}).fit(part_train)
+                scored.append(metrics(part_valid.correct, model.predict(part_valid))["log_loss"])
+            losses[bound] = float(np.mean(scored))
+        best = min(losses, key=lambda b: losses[b])
+        fitted = cls(**{**options, "max_guess": best, "max_slip": best}).fit(train)
+        fitted.bound_losses_ = losses
+        return fitted
 
     def fit(self, train: ResponseLog) -> BKTModel:
         self.mean_ = GlobalMean().fit(train).mean_
