@@ -18,7 +18,7 @@ from learnloop._tracking import CatalogModel
 from learnloop._types import FloatArray
 from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.datasets import ResponseLog
-from learnloop.tracing import BKT, Sequences, calibrate, predict_sequences
+from learnloop.tracing import BKT, Sequences, calibrate, log_loss, predict_sequences
 from learnloop.tracing.calibration import refine_step
 from learnloop.tracing.echo import Echo, fit_echo, previous_answers
 from learnloop.tracing.rates import fit_topic_rates
@@ -142,15 +142,13 @@ class BKTModel:
 
         ``bound_losses_`` keeps each bound's mean validation log loss.
         """
-        from learnloop.evaluate._protocol import metrics  # the protocol module imports this one
-
         parts = train.folds(folds, seed=0)
         losses = {}
         for bound in bounds:
             scored = []
             for part_train, part_valid in parts:
                 model = cls(**{**options, "max_guess": bound, "max_slip": bound}).fit(part_train)
-                scored.append(metrics(part_valid.correct, model.predict(part_valid))["log_loss"])
+                scored.append(log_loss(part_valid.correct, model.predict(part_valid)))
             losses[bound] = float(np.mean(scored))
         best = min(losses, key=lambda b: losses[b])
         fitted = cls(**{**options, "max_guess": best, "max_slip": best}).fit(train)
