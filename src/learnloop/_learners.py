@@ -41,7 +41,7 @@ from learnloop.limits import Limits
 from learnloop.recommend import LearnerView, UserStatus
 from learnloop.store import Store
 from learnloop.store.base import json_doc
-from learnloop.tracing import Status, difficulty_to_b
+from learnloop.tracing import LearnerModel, Status, difficulty_to_b
 from learnloop.tracing import calibrate as calibrate_items
 from learnloop.tracing.predictions import Predictions
 
@@ -377,11 +377,9 @@ class Learners:
             groups.setdefault(answers[k][0], []).append(k)
         sequence = np.asarray(order, dtype=np.intp)
         positions = np.asarray([answers[k][2] for k in order], dtype=np.intp)
-        options = self.content.learner_options_for(cm.index.catalog_id, app=app).as_kwargs()
         start_b, start_a = b.copy(), a.copy()
         for _ in range(iterations):
-            calibration = {item: {"b": float(b[c]), "a": float(a[c])} for item, c in item_codes.items()}
-            model = CatalogModel.build(cm.index, calibration=calibration, **options).model
+            model = self._replay_model(cm, item_codes, b, a, app)
             p = np.empty(len(answers))
             at = 0
             for ks in groups.values():
@@ -414,15 +412,7 @@ class Learners:
         ``learnloop.evaluate.EngineModel(topic_rates=True)`` does), by topic id."""
         from learnloop.tracing.rates import fit_topic_rates
 
-        groups: dict[str, list[int]] = {}
-        for k in sorted(range(len(answers)), key=lambda k: answers[k][:2]):  # learner, then time
-            if answers[k][2] >= 0:
-                groups.setdefault(answers[k][0], []).append(k)
-        positions = np.asarray([position for _, _, position in answers], dtype=np.intp)
-        calibration = {item: {"b": float(b[c]), "a": float(a[c])} for item, c in item_codes.items()}
-        options = self.content.learner_options_for(cm.index.catalog_id, app=app).as_kwargs()
-        model = CatalogModel.build(cm.index, calibration=calibration, **options).model
-        fit = fit_topic_rates(model, [(positions[ks], scores[ks]) for ks in groups.values()])
+        fit = fit_topic_rates(self._replay_model(cm, item_codes, b, a, app), _runs(answers, scores))
         values = fit.as_options()
         return {
             cm.index.topic_ids[t]: {name: float(values[name][t]) for name in TOPIC_RATE_NAMES}
@@ -445,17 +435,35 @@ class Learners:
         does), by topic id."""
         from learnloop.tracing.echo import fit_echo_replay
 
-        groups: dict[str, list[int]] = {}
-        for k in sorted(range(len(answers)), key=lambda k: answers[k][:2]):  # learner, then time
-            if answers[k][2] >= 0:
-                groups.setdefault(answers[k][0], []).append(k)
-        positions = np.asarray([position for _, _, position in answers], dtype=np.intp)
+        model = self._replay_model(cm, item_codes, b, a, app, topics=calibration.get("topics"))
+        return fit_echo_replay(model, _runs(answers, scores)).to_doc(cm.index.topic_ids)
+
+    def _replay_model(
+        self,
+        cm: CatalogModel,
+        item_codes: Mapping[str, int],
+        b: np.ndarray,
+        a: np.ndarray,
+        app: str,
+        *,
+        topics: Mapping[str, Mapping[str, float]] | None = None,
+    ) -> LearnerModel:
+        """The catalog's learner model with the items at ``b``, ``a`` (and the per-topic rates
+        ``topics``) under the catalog's learner options, to replay the event log with."""
         items = {item: {"b": float(b[c]), "a": float(a[c])} for item, c in item_codes.items()}
         options = self.content.learner_options_for(cm.index.catalog_id, app=app)
-        kwargs = with_topic_rates(options, cm.index.topic_ids, calibration.get("topics"))
-        model = CatalogModel.build(cm.index, calibration=items, **kwargs).model
-        fit = fit_echo_replay(model, [(positions[ks], scores[ks]) for ks in groups.values()])
-        return fit.to_doc(cm.index.topic_ids)
+        kwargs = with_topic_rates(options, cm.index.topic_ids, topics)
+        return CatalogModel.build(cm.index, calibration=items, **kwargs).model
+
+
+def _runs(answers: Sequence[tuple[str, str, int]], scores: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each learner's scored attempts on items of the catalog, in time order: (positions, scores)."""
+    groups: dict[str, list[int]] = {}
+    for k in sorted(range(len(answers)), key=lambda k: answers[k][:2]):  # learner, then time
+        if answers[k][2] >= 0:
+            groups.setdefault(answers[k][0], []).append(k)
+    positions = np.asarray([position for _, _, position in answers], dtype=np.intp)
+    return [(positions[ks], scores[ks]) for ks in groups.values()]
 
 
 _PLAIN_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[PlainEvent])

@@ -208,12 +208,7 @@ class Interaction:
         stamp = format_timestamp(self.timestamp)
         object.__setattr__(self, "stamp", stamp)
         object.__setattr__(self, "key", (self.user_id, self.catalog_id, self.item_id, stamp))
-        # the instant of the canonical stamp (milliseconds), so that an event read back
-        # from the store and the same event as posted fall at the same time
-        moment = self.timestamp
-        if moment.microsecond % 1000:
-            moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
-        object.__setattr__(self, "epoch", moment.timestamp())
+        object.__setattr__(self, "epoch", _epoch(self.timestamp))
 
     @classmethod
     def _made(
@@ -236,9 +231,6 @@ class Interaction:
         paths. ``stamp``, when given, is ``format_timestamp(timestamp)``."""
         if stamp is None:
             stamp = format_timestamp(timestamp)
-        moment = timestamp
-        if moment.microsecond % 1000:
-            moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
         made = _new(cls)
         _s_kind(made, kind)
         _s_user(made, user_id)
@@ -252,7 +244,7 @@ class Interaction:
         _s_session(made, session_id)
         _s_practice(made, practice)
         _s_stamp(made, stamp)
-        _s_epoch(made, moment.timestamp())
+        _s_epoch(made, _epoch(timestamp))
         _s_key(made, (user_id, catalog_id, item_id, stamp))
         return made
 
@@ -325,6 +317,14 @@ class Interaction:
             session_id,
             practice,
         )
+
+
+def _epoch(moment: datetime) -> float:
+    """The instant of the canonical stamp (milliseconds) in epoch seconds, so that an event
+    read back from the store and the same event as posted fall at the same time."""
+    if moment.microsecond % 1000:
+        moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+    return moment.timestamp()
 
 
 _new = object.__new__
