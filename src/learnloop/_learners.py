@@ -369,22 +369,19 @@ class Learners:
         ``learnloop.evaluate.EngineModel(refine=...)`` does): Gauss-Newton steps from
         fresh replays of every learner's scored attempts, kept near the static fit."""
         from learnloop.tracing.calibration import refine_step
-        from learnloop.tracing.replay import trace
+        from learnloop.tracing.replay import trace_many
 
         order = sorted(range(len(answers)), key=lambda k: answers[k][:2])  # learner, then time
-        groups: dict[str, list[int]] = {}
+        groups: dict[str, int] = {}
         for k in order:
-            groups.setdefault(answers[k][0], []).append(k)
+            groups[answers[k][0]] = groups.get(answers[k][0], 0) + 1
+        lengths = np.fromiter(groups.values(), dtype=np.intp, count=len(groups))
         sequence = np.asarray(order, dtype=np.intp)
         positions = np.asarray([answers[k][2] for k in order], dtype=np.intp)
         start_b, start_a = b.copy(), a.copy()
         for _ in range(iterations):
             model = self._replay_model(cm, item_codes, b, a, app)
-            p = np.empty(len(answers))
-            at = 0
-            for ks in groups.values():
-                p[at : at + len(ks)] = trace(model, positions[at : at + len(ks)], scores[ks])
-                at += len(ks)
+            p = trace_many(model, positions, scores[sequence], lengths)
             b, a = refine_step(
                 codes[sequence],
                 scores[sequence],

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from learnloop._options import TOPIC_RATE_NAMES, LearnerOptions, with_topic_rates
 from learnloop._tracking import CatalogModel
@@ -22,7 +21,7 @@ from learnloop.tracing import BKT, Sequences, calibrate, log_loss, predict_seque
 from learnloop.tracing.calibration import refine_step
 from learnloop.tracing.echo import Echo, fit_echo, previous_answers
 from learnloop.tracing.rates import fit_topic_rates
-from learnloop.tracing.replay import trace
+from learnloop.tracing.replay import trace_many
 
 __all__ = ["BKTModel", "EngineModel", "GlobalMean", "ItemMean", "Model", "SkillMean"]
 
@@ -202,7 +201,7 @@ class EngineModel:
     rows (a multi-skill problem written once per skill); ``echo_`` holds it by topic id
     (:meth:`Echo.to_doc`), None when not fitted.
 
-    Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace`;
+    Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace_many`;
     an answer is posted on its item's first skill, as :meth:`ResponseLog.events` posts it.
     With ``index`` (an engine's compiled catalog, e.g. ``engine.catalog_index(cid)``) the model
     is built on that catalog — its hierarchy and prerequisites included — and the log's item ids
@@ -363,9 +362,5 @@ class EngineModel:
     def _replay(self, cm: CatalogModel, position: np.ndarray | None, log: ResponseLog) -> FloatArray:
         """The learner model's P(correct) of each response of ``log`` from the same learner's earlier ones."""
         position = self._positions(cm, log) if position is None else position
-        out = np.empty(log.n_responses)
-        bounds = np.flatnonzero(np.r_[log.first, True])
-        runs = zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
-        for start, stop in tqdm(runs, total=bounds.size - 1, disable=not self.progress, desc=self.name, unit="learner"):
-            out[start:stop] = trace(cm.model, position[log.item[start:stop]], log.correct[start:stop])
-        return out
+        lengths = np.diff(np.flatnonzero(np.r_[log.first, True]))
+        return trace_many(cm.model, position[log.item], log.correct, lengths, progress=self.progress, desc=self.name)

@@ -182,24 +182,18 @@ def fit_echo_replay(model: Any, runs: Sequence[tuple[ArrayLike, ArrayLike]], **o
     """Fit the echo to learners' answers replayed through ``model`` (a
     :class:`~learnloop.tracing.LearnerModel`): ``runs`` holds each learner's ``(item positions, scores)``
     in time order; the topic of an answer is its item's."""
-    from .replay import trace
+    from .replay import trace_many
 
     item_topic = np.asarray(model.items.topic, dtype=np.intp)
-    zs, ys, ts, firsts = [], [], [], []
-    for items, scores in runs:
-        pos = np.asarray(items, dtype=np.intp)
-        if pos.size == 0:
-            continue
-        sc = np.asarray(scores, dtype=np.float64)
-        p = np.clip(trace(model, pos, sc), 1e-9, 1.0 - 1e-9)
-        zs.append(np.log(p / (1.0 - p)))
-        ys.append(sc)
-        ts.append(item_topic[pos])
-        first = np.zeros(pos.size, dtype=bool)
-        first[0] = True
-        firsts.append(first)
-    if not zs:
+    kept = [(np.asarray(i, dtype=np.intp).ravel(), np.asarray(s, dtype=np.float64).ravel()) for i, s in runs]
+    kept = [(i, s) for i, s in kept if i.size]
+    if not kept:
         return Echo()
-    topic, score, first = np.concatenate(ts), np.concatenate(ys), np.concatenate(firsts)
+    pos, score = np.concatenate([i for i, _ in kept]), np.concatenate([s for _, s in kept])
+    lengths = np.asarray([i.size for i, _ in kept], dtype=np.intp)
+    p = np.clip(trace_many(model, pos, score, lengths), 1e-9, 1.0 - 1e-9)
+    topic = item_topic[pos]
+    first = np.zeros(pos.size, dtype=bool)
+    first[np.cumsum(lengths) - lengths] = True
     prev_topic, prev_score = previous_answers(topic, score, first)
-    return fit_echo(np.concatenate(zs), score, topic, prev_topic, prev_score, **options)
+    return fit_echo(np.log(p / (1.0 - p)), score, topic, prev_topic, prev_score, **options)

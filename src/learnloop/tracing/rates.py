@@ -32,7 +32,7 @@ import numpy as np
 
 from ._types import ArrayLike, FloatArray, IntArray
 from .learner import LearnerModel
-from .replay import trace
+from .replay import trace_many
 
 __all__ = ["TopicRates", "earlier_on_topic", "fit_topic_rates"]
 
@@ -93,7 +93,8 @@ def fit_topic_rates(
         return TopicRates(gain, fail, nov, np.zeros(n_topics, dtype=np.intp))
     flat_pos, y = np.concatenate(positions), np.concatenate(scores)
     topic = model.items.topic[flat_pos]
-    learner = np.repeat(np.arange(len(positions)), [p.size for p in positions])
+    lengths = np.asarray([p.size for p in positions], dtype=np.intp)
+    learner = np.repeat(np.arange(len(positions)), lengths)
     right, wrong = earlier_on_topic(learner, topic, y)
     first = (right + wrong) == 0.0
 
@@ -102,7 +103,7 @@ def fit_topic_rates(
 
     for _ in range(steps):
         rated = model.with_rates(practice_gain=gain, failure_gain=fail, novelty=nov)
-        p = np.concatenate([trace(rated, pos, sc) for pos, sc in zip(positions, scores, strict=True)])
+        p = trace_many(rated, flat_pos, y, lengths)
         w, r = p * (1.0 - p), y - p
         nov = nov + (-total(r * first) - ridge_novelty * (nov - n0)) / (total(w * first) + ridge_novelty)
         g1, g2 = total(r * right) - ridge * (gain - g0), total(r * wrong) - ridge * (fail - f0)
