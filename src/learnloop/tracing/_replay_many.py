@@ -10,9 +10,10 @@ calls whatever the number of learners.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy.special import expit
 
 from ._types import FloatArray, IntArray
 from .ability import _VAR_MIN
@@ -24,23 +25,26 @@ if TYPE_CHECKING:
 __all__ = ["ReplayTables", "replay_block"]
 
 
-def _sigmoid(z: FloatArray) -> FloatArray:
-    with np.errstate(over="ignore"):
-        return np.asarray(1.0 / (1.0 + np.exp(-z)))
-
-
 class ReplayTables:
-    """A model's per-topic and per-item arrays in the shapes the kernel gathers from."""
+    """A model's per-topic and per-item arrays in the shapes the kernel gathers from.
+
+    A learner's row has a column per topic, one for the overall node and a *sink*: the padding of
+    the target and chain tables points at it, so a step writes every column it gathered without a
+    mask and nothing it reads is disturbed.
+    """
 
     def __init__(self, model: LearnerModel) -> None:
         structure = model.topics
         n = structure.n_topics
         self.model = model
-        self.overall = n
-        # chains with a row for the overall node itself (padded with the overall node)
-        self.chains = np.vstack([structure.chains, np.full((1, structure.chains.shape[1]), n, dtype=np.intp)])
-        lengths = np.r_[structure.depth + 2, 1]
-        self.in_chain = np.arange(self.chains.shape[1]) < lengths[:, None]
+        self.overall, self.sink, self.width = n, n + 1, n + 2
+        # the nested belief walks a node's chain (padded with the overall node); the overall node's and
+        # the sink's are the overall node alone
+        self.chains = np.vstack([structure.chains, np.full((2, structure.chains.shape[1]), n, dtype=np.intp)])
+        # the additive ability sums a topic's chain: padding points at the sink and weighs 0
+        in_chain = np.arange(structure.chains.shape[1]) < (structure.depth + 2)[:, None]
+        self.sum_chain = np.where(in_chain, structure.chains, self.sink)
+        self.in_chain = in_chain.astype(np.float64)
         self.item_topic = np.asarray(model.items.topic, dtype=np.intp)
         self.b = np.asarray(model.items.b, dtype=np.float64)
         self.a = np.asarray(model.items.a, dtype=np.float64)
@@ -48,7 +52,8 @@ class ReplayTables:
         self.fail = np.asarray(model._fail, dtype=np.float64)
         self.novelty = np.asarray(model._nov, dtype=np.float64) if model._has_novelty else None
         # the targets of an answer on a topic: itself (weight 1), its ancestors and the overall
-        # node (parent weight), the topics it is a prerequisite of (prerequisite weight)
+        # node (parent weight), the topics it is a prerequisite of (prerequisite weight); a target
+        # of weight 0 is not touched (it points at the sink)
         targets = [
             [(t, 1.0)]
             + [(int(node), model.parent_weight) for node in structure.chain(t)[1:]]
@@ -56,14 +61,39 @@ class ReplayTables:
             for t in range(n)
         ]
         width = max((len(row) for row in targets), default=1)
-        self.target = np.full((n, width), n, dtype=np.intp)
+        self.target = np.full((n, width), self.sink, dtype=np.intp)
         self.weight = np.zeros((n, width))
         for t, row in enumerate(targets):
-            self.target[t, : len(row)] = [node for node, _ in row]
+            self.target[t, : len(row)] = [node if w > 0.0 else self.sink for node, w in row]
             self.weight[t, : len(row)] = [w for _, w in row]
         start = model.new_state()
-        self.start = np.array(start.ability)
+        self.start = np.vstack([np.array(start.ability), np.zeros((1, 3))])
         self.start_momentum = np.array(start.momentum)
+
+
+class _Block:
+    """The state of a block of learners (one row of ``tables.width`` columns each) and its answers'
+    item values, time-major."""
+
+    def __init__(self, tables: ReplayTables, items: IntArray, scores: FloatArray, n_learners: int, practice: bool):
+        self.mean = np.tile(tables.start[:, 0], n_learners)
+        self.var = np.tile(tables.start[:, 1], n_learners)
+        has = tables.start[:, 2] > 0.0
+        has[tables.overall] = True  # the overall node always answers for itself
+        self.has = np.tile(has, n_learners)
+        self.mom_m = np.full(n_learners, tables.start_momentum[0])
+        self.mom_v = np.full(n_learners, tables.start_momentum[1])
+        self.base = np.arange(n_learners, dtype=np.intp) * tables.width
+        self.topic = tables.item_topic[items]
+        self.b, self.a = tables.b[items], tables.a[items]
+        self.a2 = self.a * self.a
+        self.a2c = _PI_OVER_8 * self.a2
+        self.score = np.clip(scores, 0.0, 1.0)
+        self.novelty = None if tables.novelty is None else tables.novelty[self.topic]
+        self.gain = None
+        if practice:
+            g, f = tables.gain[self.topic], tables.fail[self.topic]
+            self.gain = np.where(f == g, g, scores * g + (1.0 - scores) * f)
 
 
 def replay_block(
@@ -81,105 +111,112 @@ def replay_block(
     (so step k is the first ``count(lengths > k)`` learners). ``advance(n)`` is told of the answers
     replayed, every 10,000 or so.
     """
-    model = tables.model
-    n_learners, width = lengths.size, tables.overall + 1
-    mean = np.repeat(tables.start[None, :, 0], n_learners, axis=0).ravel()
-    var = np.repeat(tables.start[None, :, 1], n_learners, axis=0).ravel()
-    count = np.repeat(tables.start[None, :, 2], n_learners, axis=0).ravel()
-    mom_m = np.full(n_learners, tables.start_momentum[0])
-    mom_v = np.full(n_learners, tables.start_momentum[1])
-    base_all = np.arange(n_learners, dtype=np.intp) * width
+    n_learners = lengths.size
+    block = _Block(tables, items, scores, n_learners, practice)
     ascending = lengths[::-1]
     active = n_learners - np.searchsorted(ascending, np.arange(int(lengths[0])), side="right")
-    offsets = np.r_[0, np.cumsum(active)]
+    offsets = np.r_[0, np.cumsum(active)].tolist()
     out = np.empty(items.size)
-    additive = model.hierarchy == "additive"
-    rho, q, drift = model.momentum_decay, model.momentum_var, model.drift
-    fast = additive and q > 0.0
-    topic_var = model.topic_var
-
-    def belief(base: IntArray, nodes: IntArray) -> tuple[FloatArray, FloatArray]:
-        """The nested hierarchy's belief of each node: its own row once it holds evidence, else its
-        nearest ancestor's with ``topic_var`` per level (the overall node always answers)."""
-        chain = tables.chains[nodes]
-        rows = base.reshape(base.shape + (1,) * nodes.ndim) + chain
-        ok = (count[rows] > 0.0) | (chain == tables.overall)
-        level = ok.argmax(axis=-1)
-        row = np.take_along_axis(rows, level[..., None], axis=-1)[..., 0]
-        return mean[row], var[row] + topic_var * level
-
+    step = _additive_step if tables.model.hierarchy == "additive" else _nested_step
     reported = 0
-    for k, n_active in enumerate(active.tolist()):
-        lo, hi = int(offsets[k]), int(offsets[k + 1])
-        if advance is not None and lo - reported >= 10_000:
-            advance(lo - reported)
-            reported = lo
-        i = items[lo:hi]
-        s_raw = scores[lo:hi]
-        s = np.clip(s_raw, 0.0, 1.0)
-        t = tables.item_topic[i]
-        b, a = tables.b[i], tables.a[i]
-        base = base_all[:n_active]
-        own = base + t
-        fresh = count[own] <= 0.0
-        if additive:
-            chain = tables.chains[t]
-            valid = tables.in_chain[t]
-            rows = base[:, None] + chain
-            cm = np.where(valid, mean[rows], 0.0)
-            raw_v = np.where(valid, var[rows], 0.0)
-            m, v = cm.sum(axis=1), raw_v.sum(axis=1)
-        else:
-            m, v = belief(base, t)
-        if tables.novelty is not None:
-            nov = tables.novelty[t]
-            m = np.where(fresh, m - nov, m)
-            b_up = np.where(fresh, b + nov, b)
-        else:
-            b_up = b
-        if fast:
-            m = m + rho * mom_m[:n_active]
-            v = v + (rho * rho * mom_v[:n_active] + q)
-        out[lo:hi] = _sigmoid(a * (m - b) / np.sqrt(1.0 + _PI_OVER_8 * a * a * v))
-        if additive:
-            cv = np.where(valid, np.maximum(raw_v + drift, _VAR_MIN), 0.0)
-            total_m, total_v = cm.sum(axis=1), cv.sum(axis=1)
-            if fast:
-                mom_mean = rho * mom_m[:n_active]
-                mom_var = np.maximum((rho * rho * mom_v[:n_active] + q - drift) + drift, _VAR_MIN)
-                total_m = total_m + mom_mean
-                total_v = total_v + mom_var
-            p = _sigmoid(a * (total_m - b_up))
-            h = a * a * p * (1.0 - p)
-            den = 1.0 + total_v * h
-            step = a * (s - p) / den
-            kept = rows[valid]
-            mean[kept] = (cm + cv * step[:, None])[valid]
-            var[kept] = np.maximum(cv - cv * cv * (h / den)[:, None], _VAR_MIN)[valid]
-            count[kept] += 1.0
-            if fast:
-                mom_m[:n_active] = mom_mean + mom_var * step
-                mom_v[:n_active] = np.maximum(mom_var - mom_var * mom_var * h / den, _VAR_MIN)
-        else:
-            nodes = tables.target[t]
-            weight = tables.weight[t]
-            pm, pv = belief(base, nodes)
-            vv = np.maximum(pv + drift, _VAR_MIN)
-            prec = 1.0 / vv
-            a2, b2, s2 = a[:, None], b_up[:, None], s[:, None]
-            p0 = _sigmoid(a2 * (pm - b2))
-            wa = weight * a2
-            m2 = pm + wa * (s2 - p0) / (prec + wa * a2 * p0 * (1.0 - p0))
-            p1 = _sigmoid(a2 * (m2 - b2))
-            v2 = 1.0 / (prec + wa * a2 * p1 * (1.0 - p1))
-            used = weight > 0.0
-            kept = (base[:, None] + nodes)[used]
-            mean[kept] = m2[used]
-            var[kept] = v2[used]
-            count[kept] += weight[used]
-        if practice:
-            g, f = tables.gain[t], tables.fail[t]
-            mean[own] += np.where(f == g, g, s_raw * g + (1.0 - s_raw) * f)
+    with np.errstate(over="ignore", under="ignore"):
+        for k, n_active in enumerate(active.tolist()):
+            lo, hi = offsets[k], offsets[k + 1]
+            if advance is not None and lo - reported >= 10_000:
+                advance(lo - reported)
+                reported = lo
+            out[lo:hi] = step(tables, block, lo, hi, n_active)
     if advance is not None and items.size > reported:
         advance(items.size - reported)
     return out
+
+
+def _belief(tables: ReplayTables, block: _Block, rows: IntArray) -> tuple[FloatArray, FloatArray]:
+    """The nested hierarchy's belief of nodes, given as the rows of their chains (last axis): a node's
+    own once it holds evidence, else its nearest ancestor's with ``topic_var`` per level."""
+    depth = rows.shape[-1]
+    row = rows[..., depth - 1]
+    level: Any = depth - 1
+    for d in range(depth - 2, -1, -1):
+        found = block.has[rows[..., d]]
+        row = np.where(found, rows[..., d], row)
+        level = np.where(found, d, level)
+    return block.mean[row], block.var[row] + tables.model.topic_var * level
+
+
+def _nested_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_active: int) -> FloatArray:
+    model = tables.model
+    t, b, a, s = block.topic[lo:hi], block.b[lo:hi], block.a[lo:hi], block.score[lo:hi]
+    base = block.base[:n_active]
+    own = base + t
+    m, v = _belief(tables, block, base[:, None] + tables.chains[t])
+    if block.novelty is not None:
+        shift = block.novelty[lo:hi] * ~block.has[own]
+        m = m - shift
+        b_up = b + shift
+    else:
+        b_up = b
+    p = expit(a * (m - b) / np.sqrt(1.0 + block.a2c[lo:hi] * v))
+    targets = tables.target[t]
+    nodes = base[:, None] + targets
+    weight = tables.weight[t]
+    pm, pv = _belief(tables, block, base[:, None, None] + tables.chains[targets])
+    prec = 1.0 / np.maximum(pv + model.drift, _VAR_MIN)
+    a2, b2, s2 = a[:, None], b_up[:, None], s[:, None]
+    p0 = expit(a2 * (pm - b2))
+    wa = weight * a2
+    waa = wa * a2
+    m2 = pm + wa * (s2 - p0) / (prec + waa * p0 * (1.0 - p0))
+    p1 = expit(a2 * (m2 - b2))
+    block.mean[nodes] = m2
+    block.var[nodes] = 1.0 / (prec + waa * p1 * (1.0 - p1))
+    block.has[nodes] = True
+    if block.gain is not None:
+        block.mean[own] += block.gain[lo:hi]
+    return p
+
+
+def _additive_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_active: int) -> FloatArray:
+    model = tables.model
+    rho, q, drift = model.momentum_decay, model.momentum_var, model.drift
+    t, b, a, s = block.topic[lo:hi], block.b[lo:hi], block.a[lo:hi], block.score[lo:hi]
+    base = block.base[:n_active]
+    own = base + t
+    rows = base[:, None] + tables.sum_chain[t]
+    valid = tables.in_chain[t]
+    cm = block.mean[rows] * valid
+    raw_v = block.var[rows] * valid
+    total_m = cm.sum(axis=1)
+    m, v = total_m, raw_v.sum(axis=1)
+    if block.novelty is not None:
+        shift = block.novelty[lo:hi] * ~block.has[own]
+        m = m - shift
+        b_up = b + shift
+    else:
+        b_up = b
+    fast = q > 0.0
+    if fast:
+        mom_m, mom_v = block.mom_m[:n_active], block.mom_v[:n_active]
+        mom_mean = rho * mom_m
+        m = m + mom_mean
+        v = v + (rho * rho * mom_v + q)
+    p = expit(a * (m - b) / np.sqrt(1.0 + block.a2c[lo:hi] * v))
+    cv = np.maximum(raw_v + drift, _VAR_MIN) * valid
+    total_v = cv.sum(axis=1)
+    if fast:
+        mom_var = np.maximum((rho * rho * mom_v + q - drift) + drift, _VAR_MIN)
+        total_m = total_m + mom_mean
+        total_v = total_v + mom_var
+    pu = expit(a * (total_m - b_up))
+    h = block.a2[lo:hi] * pu * (1.0 - pu)
+    den = 1.0 + total_v * h
+    gain = a * (s - pu) / den
+    block.mean[rows] = cm + cv * gain[:, None]
+    block.var[rows] = np.maximum(cv - cv * cv * (h / den)[:, None], _VAR_MIN)
+    block.has[rows] = True
+    if fast:
+        block.mom_m[:n_active] = mom_mean + mom_var * gain
+        block.mom_v[:n_active] = np.maximum(mom_var - mom_var * mom_var * h / den, _VAR_MIN)
+    if block.gain is not None:
+        block.mean[own] += block.gain[lo:hi]
+    return p

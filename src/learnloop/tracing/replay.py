@@ -40,7 +40,7 @@ __all__ = ["trace", "trace_many"]
 
 # the cost model that splits learners between the two paths of trace_many (seconds, measured on one
 # core): a step of the array path, an answer in it, an answer of the per-learner loop
-_STEP_COST, _ANSWER_COST, _LOOP_COST = 60e-6, 0.4e-6, 12e-6
+_STEP_COST, _ANSWER_COST, _LOOP_COST = 80e-6, 0.8e-6, 8e-6
 # the array path's tables hold at most this many (learner, topic) cells at a time
 _BLOCK_CELLS = 2_000_000
 
