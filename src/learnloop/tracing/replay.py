@@ -3,9 +3,11 @@
 :func:`trace` gives, for a run of answers on scorable items, what
 ``model.predict(state)[item]`` is just before each answer while
 ``model.update`` applies them one by one — without building the per-item
-bookkeeping or the forgetting state, which do not enter the prediction. It
-is the next-response protocol of :mod:`learnloop.evaluate` at a few
-microseconds per answer.
+bookkeeping or the forgetting state, which do not enter the prediction, at a
+few microseconds per answer. :func:`trace_many` replays many learners side by
+side (step k of all of them as one set of array operations), under a
+microsecond per answer on logs of thousands of learners: it is the
+next-response protocol of :mod:`learnloop.evaluate`.
 
 >>> from learnloop.tracing import Event, ItemParams, LearnerModel, TopicStructure
 >>> model = LearnerModel(TopicStructure.from_arrays([-1, 0, 0]), ItemParams.from_catalog(
