@@ -17,10 +17,13 @@ from __future__ import annotations
 import threading
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
-from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_value
+import numpy as np
+
+from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_texts, json_value
 
 __all__ = ["Bucket", "DocCodec", "Row", "Snapshot"]
 
@@ -98,6 +101,42 @@ class DocCodec:
             self._by_names[names] = (pairs, tuple(at for at, ref in enumerate(refs) if ref < 0), head)
         return head + body
 
+    def encode_columns(self, keys: Sequence[Sequence[str]], fields: Mapping[str, Sequence[Any]]) -> list[bytes] | None:
+        """The documents of :class:`~learnloop.store.base.Columns` rows (``keys``, ``fields``),
+        each as :meth:`encode` gives it, or the same document under another shape (a field that
+        repeats a key part is taken as such only when its whole column does); None when the
+        columns do not suit (a field present in some rows only, values that are not plain
+        strings or numbers): the rows are then encoded one by one."""
+        names: list[str] = []
+        refs: list[int] = []
+        texts: list[list[str]] = []
+        for name, column in fields.items():
+            absent = column.count(None) if column.__class__ is list else sum(v is None for v in column)
+            if absent == len(column):
+                continue
+            if absent or name.__class__ is not str:
+                return None
+            names.append(name)
+            part = next((j for j, key_part in enumerate(keys) if column == key_part), -1)
+            refs.append(part)
+            if part < 0:
+                text = json_texts(column)
+                if text is None:
+                    return None
+                texts.append(text)
+        if any(ref >= 0 and set(map(type, keys[ref])) != {str} for ref in refs):
+            return None
+        shape = (tuple(names), tuple(refs))
+        sid = self._ids.get(shape)
+        if sid is None:
+            sid = self._register(shape)
+            if sid is None:
+                return None
+        head = bytes((_SHAPED1, sid)) if sid < 0x100 else bytes((_SHAPED2, sid & 0xFF, sid >> 8))
+        if not texts:
+            return [head + b"[]"] * len(keys[0])
+        return [head + ("[" + ",".join(values) + "]").encode() for values in zip(*texts, strict=True)]
+
     def _register(self, shape: tuple[tuple[str, ...], tuple[int, ...]]) -> int | None:
         with self._lock:
             sid = self._ids.get(shape)
@@ -126,6 +165,10 @@ class DocCodec:
             return dict(zip(names, values, strict=True))
         pending = iter(values)
         return {name: key[ref] if ref >= 0 else next(pending) for name, ref in zip(names, refs, strict=True)}
+
+
+#: the one-byte size prefixes of key parts shorter than 255 bytes
+_SIZES = [bytes((n,)) for n in range(0xFF)]
 
 
 def _put_part(out: bytearray, part: str) -> None:
@@ -239,6 +282,27 @@ class Bucket:
         self._data += blob
         return slot
 
+    def _append_many(self, rows: list[tuple[Key, int, bytes]]) -> int:
+        """Append records as :meth:`_append` does, all at once; returns the first one's row number."""
+        first = len(self._rows) // 2
+        columns = [[part.encode("utf-8", "surrogatepass") for part in column] for column in zip(*(r[0] for r in rows))]
+        sizes = [list(map(len, column)) for column in columns]
+        if len(columns) != self._width or any(max(column) >= 0xFF for column in sizes):
+            for suffix, seq, blob in rows:
+                self._append(suffix, seq, blob)
+            return first
+        blobs = [row[2] for row in rows]
+        pieces: list[list[bytes]] = []
+        for column, size in zip(columns, sizes, strict=True):
+            pieces += ([_SIZES[n] for n in size], column)
+        lengths = np.sum([*sizes, list(map(len, blobs))], axis=0) + len(columns)
+        offsets = np.empty(len(rows) * 2, dtype=np.int64)
+        offsets[0::2] = len(self._data) + np.cumsum(lengths) - lengths
+        offsets[1::2] = [row[1] for row in rows]
+        self._data += b"".join(chain.from_iterable(zip(*pieces, blobs, strict=True)))
+        self._rows.frombytes(offsets.tobytes())
+        return first
+
     def _kill(self, slot: int) -> None:
         self._rows[2 * slot + 1] = 0
         self._dead += self._end(slot) - self._rows[2 * slot]
@@ -313,14 +377,17 @@ class Bucket:
         """Write rows in turn (a key written twice: the later wins); returns the rows each replaced."""
         if len(rows) <= 32:
             return [self.put(*row) for row in rows]
+        first = self._append_many(rows)
+        if not self._order and len({row[0] for row in rows}) == len(rows):  # a new bucket, every key once
+            self._order = array("I", sorted(range(first, first + len(rows)), key=lambda slot: rows[slot - first][0]))
+            return [None] * len(rows)
         previous: list[Row | None] = []
         fresh: dict[Key, int] = {}  # keys new to the bucket -> their row number
         # many rows into a big bucket: read each of its keys once rather than log2(n) of them per row
         at: dict[Key, int] | None = None
         if len(self._order) > 64 and len(rows) * (len(self._order).bit_length()) > len(self._order):
             at = {self._key(slot): pos for pos, slot in enumerate(self._order)}
-        for suffix, seq, blob in rows:
-            slot = self._append(suffix, seq, blob)
+        for slot, (suffix, _, _) in enumerate(rows, first):
             old = fresh.get(suffix)
             if old is not None:
                 previous.append(self._row(old))

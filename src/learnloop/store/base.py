@@ -11,13 +11,27 @@ scan can return documents from least to most recently written.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from itertools import repeat
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic_core import from_json, to_json
 
-__all__ = ["Doc", "Key", "Store", "TABLES", "check_key", "check_prefix", "decode_doc", "encode_doc", "json_doc"]
+__all__ = [
+    "TABLES",
+    "Columns",
+    "Doc",
+    "Key",
+    "Store",
+    "check_key",
+    "check_prefix",
+    "decode_doc",
+    "encode_doc",
+    "json_doc",
+    "json_texts",
+]
 
 Key = tuple[str, ...]
 Doc = Mapping[str, Any] | bytes
@@ -33,6 +47,59 @@ TABLES: Mapping[str, int] = {
     "documents": 2,  # namespace, id: documents a façade keeps beside the content (e.g. v1 assets)
     "meta": 1,  # name, e.g. the content version of an application
 }
+
+
+class Columns:
+    """Rows to write given as columns: ``keys`` holds one list per key part, ``fields`` one
+    list per document field, in the documents' field order; a None value leaves the field out
+    of its row's document. Iterating gives the ``(key, document)`` pairs, so any store's
+    ``put_many`` takes it; a store may also write it column by column.
+
+    >>> rows = Columns((["a", "b"],), {"n": [1, None], "s": ["x", "y"]})
+    >>> len(rows), list(rows)
+    (2, [(('a',), {'n': 1, 's': 'x'}), (('b',), {'s': 'y'})])
+    """
+
+    __slots__ = ("fields", "keys")
+
+    def __init__(self, keys: Sequence[Sequence[str]], fields: Mapping[str, Sequence[Any]]) -> None:
+        self.keys = keys
+        self.fields = fields
+
+    def __len__(self) -> int:
+        return len(self.keys[0])
+
+    def __iter__(self) -> Iterator[tuple[Key, Doc]]:
+        names = list(self.fields)
+        rows = zip(*self.fields.values()) if names else repeat((), len(self))
+        for key, values in zip(zip(*self.keys), rows, strict=True):
+            yield key, {name: value for name, value in zip(names, values, strict=True) if value is not None}
+
+
+#: characters JSON escapes (or cannot hold): a string column with none of them is written by rule
+_ESCAPED = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+
+
+def json_texts(values: Sequence[Any]) -> list[str] | None:
+    """Each value's JSON text as :func:`json_bytes` writes it in a list or a dict, for a column
+    of strings without characters to escape, or of ``int`` and ``float`` values (the spelling
+    of pydantic-core's serialiser); None for any other column.
+
+    >>> json_texts(["a", "b"]), json_texts([1, 0.5]), json_texts(["a", 1]), json_texts(['say "hi"'])
+    (['"a"', '"b"'], ['1', '0.5'], None, None)
+    """
+    kinds = set(map(type, values))
+    if kinds == {str}:
+        if _ESCAPED.search("".join(values)):
+            return None
+        return ['"' + v + '"' for v in values]
+    if kinds and kinds <= {int, float}:
+        try:
+            text = to_json(values if values.__class__ is list else list(values)).decode()
+        except ValueError:
+            return None
+        return text[1:-1].split(",")  # numbers hold no comma
+    return None
 
 
 def check_key(table: str, key: Key) -> None:

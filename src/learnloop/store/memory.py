@@ -10,11 +10,10 @@ from itertools import count as _counter
 from typing import Literal
 
 from learnloop.store._packed import Bucket, DocCodec, Row, Snapshot
-from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix
+from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix
 
 __all__ = ["MemoryStore"]
 
-_ABSENT = object()
 #: tables with keys this wide keep their rows in buckets by the first two key parts
 _WIDE = 3
 
@@ -90,7 +89,8 @@ class MemoryStore:
         self._codec = DocCodec()
         self._seq = _counter(1)
         self._lock = threading.RLock()
-        self._undo: list[tuple[Where, Key, object]] | None = None
+        # per write: where, the keys written and the rows they replaced (None: absent)
+        self._undo: list[tuple[Where, list[Key], list[Row | None]]] | None = None
 
     # -- rows -------------------------------------------------------------------------
     def _row(self, where: Where, width: int, key: Key) -> Row | None:
@@ -194,17 +194,18 @@ class MemoryStore:
 
     def _rollback(self, mark: int) -> None:
         assert self._undo is not None
-        for where, key, previous in reversed(self._undo[mark:]):
+        for where, keys, rows in reversed(self._undo[mark:]):
             width = TABLES[where[0]]
-            if previous is _ABSENT:
-                self._drop(where, width, key)
-            else:
-                self._write(where, width, [(key, previous)])  # type: ignore[list-item]
+            for key, previous in zip(reversed(keys), reversed(rows), strict=True):
+                if previous is None:
+                    self._drop(where, width, key)
+                else:
+                    self._write(where, width, [(key, previous)])
         del self._undo[mark:]
 
     def _remember(self, where: Where, keys: list[Key], previous: list[Row | None]) -> None:
         if self._undo is not None:
-            self._undo.extend((where, key, _ABSENT if row is None else row) for key, row in zip(keys, previous))
+            self._undo.append((where, keys, previous))
 
     # -- the Store protocol --------------------------------------------------------------
     def get(self, table: str, app: str, key: Key) -> Doc | None:
@@ -270,17 +271,26 @@ class MemoryStore:
             return len(self._select((table, app), width, prefix, False))
 
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
-        prepared = []
-        for key, doc in rows:
-            key = tuple(key)
-            check_key(table, key)
-            key = _plain(key)
-            prepared.append((key, self._codec.encode(doc, key)))
+        prepared = self._columns(table, rows) if isinstance(rows, Columns) else None
+        if prepared is None:
+            prepared = []
+            for key, doc in rows:
+                key = tuple(key)
+                check_key(table, key)
+                key = _plain(key)
+                prepared.append((key, self._codec.encode(doc, key)))
         width = _width(table)
         with self._lock:
             written = [(key, (next(self._seq), blob)) for key, blob in prepared]
             previous = self._write((table, app), width, written)
             self._remember((table, app), [key for key, _ in prepared], previous)
+
+    def _columns(self, table: str, rows: Columns) -> list[tuple[Key, bytes]] | None:
+        """Rows given as columns, encoded column by column (None: to be taken row by row)."""
+        if len(rows.keys) != _width(table) or any(set(map(type, part)) != {str} for part in rows.keys):
+            return None
+        blobs = self._codec.encode_columns(rows.keys, rows.fields)
+        return None if blobs is None else list(zip(zip(*rows.keys), blobs, strict=True))
 
     def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
         wanted = [tuple(key) for key in keys]
