@@ -15,6 +15,7 @@ it answers None, and the caller takes the per-event path, which says what is wro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -162,6 +163,47 @@ def _canonical_ms(raw: list[Any]) -> IntArray | None:
     return ms
 
 
+#: per kind: the fields an event must have, and those it may have
+_NAMES = {
+    kind: (frozenset({"type", "item_id", "catalog_id", "timestamp"}), frozenset({"topic_id", *more}))
+    for kind, more in (
+        ("attempt", ("score", "time_spent_ms")),
+        ("skip", ()),
+        ("view_theory", ("time_spent_ms", "fraction_completed")),
+    )
+}
+#: identifiers, each followed by a newline (which no identifier holds)
+_IDENTIFIERS = re.compile(r"(?:[a-zA-Z0-9_\-:]{1,128}\n)*")
+
+
+def _plainly_valid(given: Sequence[dict[str, Any]]) -> bool:
+    """Whether the events are valid on their face, fields of the plain types the models keep as
+    they are (strings, floats, ints), with these very values: what the models would make of
+    them, their timestamps aside (read after). False leaves it to pydantic-core."""
+    kinds: list[Any] = list(map(dict.get, given, repeat("type")))
+    if set(map(type, kinds)) != {str}:
+        return False
+    for kind, names in set(zip(kinds, map(tuple, given), strict=True)):
+        spec = _NAMES.get(kind)
+        if spec is None or not spec[0].issubset(names) or not spec[0].union(spec[1]).issuperset(names):
+            return False
+    get = dict.get
+    ids = [*map(itemgetter("item_id"), given), *map(itemgetter("catalog_id"), given)]
+    topics = [t for t in map(get, given, repeat("topic_id")) if t is not None]
+    if set(map(type, ids)) | set(map(type, topics)) != {str}:
+        return False
+    if not _IDENTIFIERS.fullmatch("\n".join(ids + topics) + "\n"):
+        return False
+    for name in ("score", "fraction_completed"):
+        units = [v for v in map(get, given, repeat(name)) if v is not None]
+        if units:
+            values = np.array(units, dtype=np.float64) if set(map(type, units)) == {float} else None
+            if values is None or not ((values >= 0.0) & (values <= 1.0)).all():
+                return False
+    times = [v for v in map(get, given, repeat("time_spent_ms")) if v is not None]
+    return not times or (set(map(type, times)) == {int} and min(times) >= 0 and max(times) <= 2**53 - 1)
+
+
 def _first_positions(index: CatalogIndex) -> dict[str, int]:
     """Each item's first position in the catalog (as :meth:`CatalogIndex.position` without a topic)."""
     return {item: int(found[0]) for item, found in index.item_positions.items()}
@@ -197,12 +239,14 @@ class EventBatch:
     @classmethod
     def read(cls, given: Sequence[Any]) -> EventBatch | None:
         """The events as columns; None when they are not all dicts or not all valid."""
-        if not all(e.__class__ is dict for e in given):
+        if set(map(type, given)) != {dict}:
             return None
-        try:
-            rows = _FIELDS.validate_python(given)
-        except pydantic.ValidationError:
-            return None
+        rows = given
+        if not _plainly_valid(given):
+            try:
+                rows = _FIELDS.validate_python(given)
+            except pydantic.ValidationError:
+                return None
         raw = list(map(itemgetter("timestamp"), rows))
         ms = _canonical_ms(raw)
         moments = None

@@ -140,7 +140,7 @@ class Learners:
         topics = batch.locate(index_of)
         if topics is None:  # the per-event path says what is wrong
             return self._upsert_each(user_id, given, app)
-        with self.lock(app, {(user_id, c) for c in batch.catalogs}):
+        with self.lock(app, [(user_id, c) for c in dict.fromkeys(batch.catalogs)]):
             with self.store.atomic():
                 plan = self.tracker.plan_batch(app, user_id, batch, topics)
                 self.tracker.write(app, plan)

@@ -91,9 +91,14 @@ def events(valid_only: bool = False) -> st.SearchStrategy[list[Any]]:
         },
     ).map(_fit)
     if not valid_only:
-        bad = st.tuples(row, st.sampled_from(BAD_FIELDS)).map(lambda pair: {**pair[0], pair[1][0]: pair[1][1]})
+        bad = st.tuples(row, st.sampled_from(BAD_FIELDS)).map(_spoilt)
         row = st.one_of(row, row, row, row, row, row, row, row, row, bad)
     return st.lists(row, min_size=1, max_size=10).flatmap(_with_repeats)
+
+
+def _spoilt(pair: tuple[dict[str, Any], tuple[str, Any]]) -> dict[str, Any]:
+    event, (name, value) = pair
+    return {k: v for k, v in {**event, name: value}.items() if v is not MISSING}
 
 
 def _with_repeats(batch: list[dict[str, Any]]) -> st.SearchStrategy[list[dict[str, Any]]]:
@@ -120,6 +125,7 @@ def _fit(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k in keep}
 
 
+MISSING = object()
 #: one bad field (or one that the event's kind may lack): the whole batch is refused, or read otherwise
 BAD_FIELDS = [
     ("type", "answer"),
@@ -134,6 +140,14 @@ BAD_FIELDS = [
     ("time_spent_ms", 2**60),
     ("fraction_completed", 2.0),
     ("extra", 1),
+    ("score", float("nan")),
+    ("score", True),
+    ("time_spent_ms", True),
+    ("item_id", "q" * 129),
+    ("item_id", "q0\n"),
+    ("catalog_id", None),
+    ("topic_id", 5),
+    ("item_id", MISSING),
     *(("timestamp", stamp) for stamp in BAD_STAMPS),
 ]
 
@@ -239,3 +253,22 @@ def test_stamps_read_as_a_table_are_read_as_the_models_read_them(stamps: list[st
             (model,) = plain_events([{"type": "skip", "item_id": "q0", "catalog_id": "c1", "timestamp": stamp}])
             assert format_timestamp(model.timestamp) == stamp
             assert (model.timestamp - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1) == value
+
+
+BASES = [
+    {"type": "attempt", "item_id": "q1", "catalog_id": "c1", "timestamp": CANONICAL[1], "score": 0.5},
+    {"type": "attempt", "item_id": "q1", "catalog_id": "c1", "timestamp": CANONICAL[1], "time_spent_ms": 5},
+    {"type": "view_theory", "item_id": "th0", "catalog_id": "c1", "timestamp": CANONICAL[2], "fraction_completed": 0.5},
+    {"type": "skip", "item_id": "q4", "catalog_id": "c2", "timestamp": CANONICAL[3]},
+]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("base", BASES)
+def test_each_bad_field_is_refused_or_read_as_the_per_event_path_does(kind: str, base: dict[str, Any]) -> None:
+    columns, each = engine_on(kind), engine_on(kind)
+    for spoilt in [_spoilt((base, bad)) for bad in BAD_FIELDS]:
+        batch = [base, spoilt, {**base, "timestamp": CANONICAL[5]}]
+        got = outcome(lambda: columns.upsert_events("u1", copy.deepcopy(batch)))  # noqa: B023
+        assert got == outcome(lambda: each._learners._upsert_each("u1", copy.deepcopy(batch), "default"))  # noqa: B023
+        assert stored(columns) == stored(each)

@@ -29,29 +29,40 @@ def test_json_texts_spell_each_value_as_the_serialiser_does(values: list[Any]) -
         assert ("[" + ",".join(texts) + "]").encode() == json_bytes(values)
 
 
-names = st.sampled_from(["user_id", "kind", "score", "n", "note"])
-keys = st.lists(
-    st.tuples(
-        st.sampled_from(["u1", "u2"]),
-        st.sampled_from(["c"]),
-        st.sampled_from("abcd"),
-        st.text("0123", min_size=1, max_size=2),
-    ),
-    min_size=1,
-    max_size=60,
+names = st.sampled_from(["user_id", "kind", "score", "n", "note", "100%"])
+#: the values of a column: all strings, all numbers, or anything (absent now and then)
+columns = st.sampled_from(
+    [
+        st.text(max_size=5),
+        st.text("abc-:_", min_size=1, max_size=5),
+        st.one_of(st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False)),
+        st.floats(0, 1),
+        st.one_of(st.none(), scalars),
+    ]
 )
 
 
 @st.composite
 def column_rows(draw: Any) -> Columns:
-    rows = draw(keys)
+    """Rows of one learner (often new keys only, as an ingestion writes them) or of several."""
+    users = draw(st.sampled_from([["u1"], ["u2"], ["u1", "u2"]]))
+    item = st.sampled_from("abcd") if draw(st.booleans()) else st.text("abcdé\x00%", min_size=1, max_size=3)
+    rows = draw(
+        st.lists(
+            st.tuples(st.sampled_from(users), st.just("c"), item, st.text("0123", min_size=1, max_size=2)),
+            min_size=1,
+            max_size=60,
+            unique=draw(st.booleans()),
+        )
+    )
     parts = [list(column) for column in zip(*rows, strict=True)]
     fields: dict[str, list[Any]] = {}
     for name in draw(st.lists(names, unique=True, max_size=4)):
         if name == "user_id" and draw(st.booleans()):
             fields[name] = list(parts[0])  # a field repeating a key part
         else:
-            fields[name] = [draw(st.one_of(st.none(), scalars)) for _ in rows]
+            values = draw(columns)
+            fields[name] = [draw(values) for _ in rows]
     return Columns(parts, fields)
 
 

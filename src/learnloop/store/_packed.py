@@ -17,13 +17,13 @@ from __future__ import annotations
 import threading
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
-from itertools import chain
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
 
-from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_texts, json_value
+from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_texts, json_value, plain_strings
 
 __all__ = ["Bucket", "DocCodec", "Row", "Snapshot"]
 
@@ -101,31 +101,38 @@ class DocCodec:
             self._by_names[names] = (pairs, tuple(at for at, ref in enumerate(refs) if ref < 0), head)
         return head + body
 
-    def encode_columns(self, keys: Sequence[Sequence[str]], fields: Mapping[str, Sequence[Any]]) -> list[bytes] | None:
-        """The documents of :class:`~learnloop.store.base.Columns` rows (``keys``, ``fields``),
-        each as :meth:`encode` gives it, or the same document under another shape (a field that
-        repeats a key part is taken as such only when its whole column does); None when the
-        columns do not suit (a field present in some rows only, values that are not plain
-        strings or numbers): the rows are then encoded one by one."""
+    def shape_columns(
+        self, keys: Sequence[Sequence[str]], fields: Mapping[str, Sequence[Any]]
+    ) -> tuple[bytes, str, list[Sequence[Any]]] | None:
+        """The shape of :class:`~learnloop.store.base.Columns` rows: ``(head, body, values)``,
+        where row ``k``'s document is ``head + (body % values_k).encode()`` (``values_k``: the
+        ``k``-th entry of each of ``values``). A field is taken as repeating a key part only when
+        its whole column does. None when the columns do not suit (a field present in some rows
+        only, values that are not plain strings or numbers): the rows are then encoded one by one."""
         names: list[str] = []
         refs: list[int] = []
-        texts: list[list[str]] = []
+        formats: list[str] = []
+        values: list[Sequence[Any]] = []
         for name, column in fields.items():
-            absent = column.count(None) if column.__class__ is list else sum(v is None for v in column)
-            if absent == len(column):
+            kinds = set(map(type, column))
+            if kinds == {_NONE}:
                 continue
-            if absent or name.__class__ is not str:
+            if _NONE in kinds or name.__class__ is not str:
                 return None
             names.append(name)
-            part = next((j for j, key_part in enumerate(keys) if column == key_part), -1)
+            part = next((j for j, key_part in enumerate(keys) if column == key_part), -1) if kinds == {str} else -1
             refs.append(part)
-            if part < 0:
-                text = json_texts(column)
+            if part >= 0:
+                continue
+            if plain_strings(column, kinds=kinds):
+                formats.append('"%s"')
+                values.append(column)
+            else:
+                text = json_texts(column, kinds=kinds)
                 if text is None:
                     return None
-                texts.append(text)
-        if any(ref >= 0 and set(map(type, keys[ref])) != {str} for ref in refs):
-            return None
+                formats.append("%s")
+                values.append(text)
         shape = (tuple(names), tuple(refs))
         sid = self._ids.get(shape)
         if sid is None:
@@ -133,9 +140,7 @@ class DocCodec:
             if sid is None:
                 return None
         head = bytes((_SHAPED1, sid)) if sid < 0x100 else bytes((_SHAPED2, sid & 0xFF, sid >> 8))
-        if not texts:
-            return [head + b"[]"] * len(keys[0])
-        return [head + ("[" + ",".join(values) + "]").encode() for values in zip(*texts, strict=True)]
+        return head, "[" + ",".join(formats) + "]", values
 
     def _register(self, shape: tuple[tuple[str, ...], tuple[int, ...]]) -> int | None:
         with self._lock:
@@ -167,6 +172,7 @@ class DocCodec:
         return {name: key[ref] if ref >= 0 else next(pending) for name, ref in zip(names, refs, strict=True)}
 
 
+_NONE = type(None)
 #: the one-byte size prefixes of key parts shorter than 255 bytes
 _SIZES = [bytes((n,)) for n in range(0xFF)]
 
@@ -302,6 +308,51 @@ class Bucket:
         self._data += b"".join(chain.from_iterable(zip(*pieces, blobs, strict=True)))
         self._rows.frombytes(offsets.tobytes())
         return first
+
+    def fill(
+        self, suffixes: Sequence[Sequence[str]], seqs: list[int], head: bytes, body: str, values: list[Sequence[Any]]
+    ) -> bool:
+        """Write the rows of an empty bucket at once, as :meth:`put_many` writes them: row ``k``
+        has the key parts ``suffixes[.][k]``, the sequence ``seqs[k]`` and the document ``head +
+        (body % values_k).encode()`` (see :meth:`DocCodec.shape_columns`). False, writing nothing,
+        when the bucket holds rows, a key repeats, or a text is not all ASCII (or holds NUL)."""
+        if self._order or len(suffixes) != self._width:
+            return False
+        texts = ["".join(column) for column in suffixes]
+        texts += ("".join(column) for column in values)  # strings or the numbers' JSON texts
+        if not all(text.isascii() and "\x00" not in text for text in texts):
+            return False
+        sizes = [list(map(len, column)) for column in suffixes]
+        if any(max(size) >= 0xFF for size in sizes):
+            return False
+        # one string per key in the order of the keys (no NUL in them: NUL sorts first)
+        order_keys = list(suffixes[0]) if self._width == 1 else list(map("\x00".join, zip(*suffixes, strict=True)))
+        if len(set(order_keys)) != len(order_keys):
+            return False
+        # each record: per key part its size (one character) and the part, then the head and the
+        # body's constant pieces between the values (all one byte a character in latin-1)
+        constants = body.split("%s")
+        constants[0] = head.decode("latin-1") + constants[0]
+        columns: list[Iterable[str]] = []
+        for size, column in zip(sizes, suffixes, strict=True):
+            columns += (map(chr, size), column)
+        for constant, column in zip(constants, values, strict=False):
+            columns += (repeat(constant), column)
+        columns.append(repeat(constants[-1]))
+        n = len(order_keys)
+        fixed = len(self._width * " " + "".join(constants))
+        lengths = np.full(n, fixed, dtype=np.int64)
+        for column in (*suffixes, *values):
+            lengths += np.fromiter(map(len, column), dtype=np.int64, count=n)
+        first = len(self._rows) // 2
+        offsets = np.empty(2 * n, dtype=np.int64)
+        offsets[0::2] = len(self._data) + np.cumsum(lengths) - lengths
+        offsets[1::2] = seqs
+        self._data += "".join(chain.from_iterable(zip(*columns))).encode("latin-1")
+        self._rows.frombytes(offsets.tobytes())
+        order = sorted(range(n), key=order_keys.__getitem__)
+        self._order = array("I", order if first == 0 else [first + k for k in order])
+        return True
 
     def _kill(self, slot: int) -> None:
         self._rows[2 * slot + 1] = 0

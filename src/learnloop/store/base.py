@@ -31,6 +31,7 @@ __all__ = [
     "encode_doc",
     "json_doc",
     "json_texts",
+    "plain_strings",
 ]
 
 Key = tuple[str, ...]
@@ -69,6 +70,31 @@ class Columns:
     def __len__(self) -> int:
         return len(self.keys[0])
 
+    def json_docs(self) -> list[bytes] | None:
+        """Each row's document as :func:`encode_doc` writes it, made column by column; None when
+        the columns do not suit (a field present in some rows only, a column of other values than
+        :func:`json_texts` takes, a field name to escape): the rows are then encoded one by one.
+
+        >>> Columns((["a", "b"],), {"n": [1, 2], "s": ["x", "y"], "none": [None, None]}).json_docs()
+        [b'{"n":1,"s":"x"}', b'{"n":2,"s":"y"}']
+        """
+        names: list[str] = []
+        texts: list[list[str]] = []
+        for name, column in self.fields.items():
+            kinds = set(map(type, column))
+            if kinds == {_NONE}:
+                continue
+            plain = _NONE not in kinds and name.__class__ is str and not _ESCAPED.search(name)
+            text = json_texts(column, kinds=kinds) if plain else None
+            if text is None:
+                return None
+            names.append(name)
+            texts.append(text)
+        if not names:
+            return [b"{}"] * len(self)
+        template = "{" + ",".join('"' + name.replace("%", "%%") + '":%s' for name in names) + "}"
+        return [(template % row).encode() for row in zip(*texts, strict=True)]
+
     def __iter__(self) -> Iterator[tuple[Key, Doc]]:
         names = list(self.fields)
         rows = zip(*self.fields.values()) if names else repeat((), len(self))
@@ -80,7 +106,17 @@ class Columns:
 _ESCAPED = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
 
 
-def json_texts(values: Sequence[Any]) -> list[str] | None:
+def plain_strings(values: Sequence[Any], *, kinds: set[type] | None = None) -> bool:
+    """Whether ``values`` are all strings that JSON writes as they are, between quotes.
+
+    >>> plain_strings(["a", "é"]), plain_strings(["a", 'b"']), plain_strings(["a", 1])
+    (True, False, False)
+    """
+    kinds = set(map(type, values)) if kinds is None else kinds
+    return kinds <= {str} and not _ESCAPED.search("".join(values))
+
+
+def json_texts(values: Sequence[Any], *, kinds: set[type] | None = None) -> list[str] | None:
     """Each value's JSON text as :func:`json_bytes` writes it in a list or a dict, for a column
     of strings without characters to escape, or of ``int`` and ``float`` values (the spelling
     of pydantic-core's serialiser); None for any other column.
@@ -88,11 +124,9 @@ def json_texts(values: Sequence[Any]) -> list[str] | None:
     >>> json_texts(["a", "b"]), json_texts([1, 0.5]), json_texts(["a", 1]), json_texts(['say "hi"'])
     (['"a"', '"b"'], ['1', '0.5'], None, None)
     """
-    kinds = set(map(type, values))
+    kinds = set(map(type, values)) if kinds is None else kinds  # the values' types, when known
     if kinds == {str}:
-        if _ESCAPED.search("".join(values)):
-            return None
-        return ['"' + v + '"' for v in values]
+        return ['"' + v + '"' for v in values] if plain_strings(values, kinds=kinds) else None
     if kinds and kinds <= {int, float}:
         try:
             text = to_json(values if values.__class__ is list else list(values)).decode()
@@ -122,7 +156,8 @@ def check_prefix(table: str, prefix: Key) -> None:
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-_SCALARS = frozenset((str, int, float, bool, type(None)))
+_NONE = type(None)
+_SCALARS = frozenset((str, int, float, bool, _NONE))
 
 
 def json_bytes(value: list[Any] | dict[str, Any]) -> bytes:
