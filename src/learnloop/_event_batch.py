@@ -176,32 +176,56 @@ _NAMES = {
 _IDENTIFIERS = re.compile(r"(?:[a-zA-Z0-9_\-:]{1,128}\n)*")
 
 
-def _plainly_valid(given: Sequence[dict[str, Any]]) -> bool:
-    """Whether the events are valid on their face, fields of the plain types the models keep as
-    they are (strings, floats, ints), with these very values: what the models would make of
-    them, their timestamps aside (read after). False leaves it to pydantic-core."""
-    kinds: list[Any] = list(map(dict.get, given, repeat("type")))
+#: the columns of :class:`EventBatch` read from the events' fields (the timestamps aside)
+_COLUMNS = {
+    "kinds": "type",
+    "catalogs": "catalog_id",
+    "items": "item_id",
+    "topics": "topic_id",
+    "scores": "score",
+    "times": "time_spent_ms",
+    "fractions": "fraction_completed",
+}
+_NONE = type(None)
+
+
+def _columns(rows: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+    get = dict.get
+    return {column: list(map(get, rows, repeat(name))) for column, name in _COLUMNS.items()}
+
+
+def _plainly_valid(given: Sequence[dict[str, Any]], columns: dict[str, list[Any]]) -> bool:
+    """Whether the events (read into ``columns``) are valid on their face, fields of the plain
+    types the models keep as they are (strings, floats, ints), with these very values: what the
+    models would make of them, their timestamps aside (read after). False leaves it to pydantic-core."""
+    kinds = columns["kinds"]
     if set(map(type, kinds)) != {str}:
         return False
     for kind, names in set(zip(kinds, map(tuple, given), strict=True)):
         spec = _NAMES.get(kind)
         if spec is None or not spec[0].issubset(names) or not spec[0].union(spec[1]).issuperset(names):
             return False
-    get = dict.get
-    ids = [*map(itemgetter("item_id"), given), *map(itemgetter("catalog_id"), given)]
-    topics = [t for t in map(get, given, repeat("topic_id")) if t is not None]
-    if set(map(type, ids)) | set(map(type, topics)) != {str}:
+    named = (set(map(type, columns[name])) for name in ("items", "catalogs", "topics"))
+    if next(named) != {str} or next(named) != {str} or not next(named) <= {str, _NONE}:
         return False
-    if not _IDENTIFIERS.fullmatch("\n".join(ids + topics) + "\n"):
+    ids = {*columns["items"], *columns["catalogs"], *columns["topics"]}
+    ids.discard(None)
+    if not _IDENTIFIERS.fullmatch("\n".join(ids) + "\n"):
         return False
-    for name in ("score", "fraction_completed"):
-        units = [v for v in map(get, given, repeat(name)) if v is not None]
-        if units:
-            values = np.array(units, dtype=np.float64) if set(map(type, units)) == {float} else None
-            if values is None or not ((values >= 0.0) & (values <= 1.0)).all():
+    for name in ("scores", "fractions", "times"):
+        values = columns[name]
+        types = set(map(type, values))
+        if _NONE in types:
+            types.discard(_NONE)
+            values = [v for v in values if v is not None]
+        if not types:
+            continue
+        if name == "times":
+            if types != {int} or min(values) < 0 or max(values) > 2**53 - 1:
                 return False
-    times = [v for v in map(get, given, repeat("time_spent_ms")) if v is not None]
-    return not times or (set(map(type, times)) == {int} and min(times) >= 0 and max(times) <= 2**53 - 1)
+        elif types != {float} or not ((array := np.array(values)) >= 0.0).all() or not (array <= 1.0).all():
+            return False
+    return True
 
 
 def _first_positions(index: CatalogIndex) -> dict[str, int]:
@@ -242,11 +266,13 @@ class EventBatch:
         if set(map(type, given)) != {dict}:
             return None
         rows = given
-        if not _plainly_valid(given):
+        columns = _columns(rows)
+        if not _plainly_valid(given, columns):
             try:
                 rows = _FIELDS.validate_python(given)
             except pydantic.ValidationError:
                 return None
+            columns = _columns(rows)
         raw = list(map(itemgetter("timestamp"), rows))
         ms = _canonical_ms(raw)
         moments = None
@@ -257,19 +283,7 @@ class EventBatch:
                 return None
             raw = [format_timestamp(moment) for moment in moments]
             ms = np.array([_ms(moment) for moment in moments], dtype=np.int64)
-        get = dict.get
-        return cls(
-            kinds=list(map(itemgetter("type"), rows)),
-            catalogs=list(map(itemgetter("catalog_id"), rows)),
-            items=list(map(itemgetter("item_id"), rows)),
-            topics=list(map(get, rows, repeat("topic_id"))),
-            stamps=raw,
-            ms=ms,
-            scores=list(map(get, rows, repeat("score"))),
-            times=list(map(get, rows, repeat("time_spent_ms"))),
-            fractions=list(map(get, rows, repeat("fraction_completed"))),
-            moments=moments,
-        )
+        return cls(**columns, stamps=raw, ms=ms, moments=moments)
 
     def locate(self, index_of: Callable[[str], CatalogIndex | None]) -> list[str] | None:
         """Each event's topic in its catalog (``index_of`` gives a catalog's index, None when

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pydantic_core import to_json
 
 from learnloop.store import MemoryStore, SQLiteStore
-from learnloop.store.base import Columns, json_bytes, json_texts
+from learnloop.store.base import Columns, encode_doc, json_bytes, json_texts
 
 scalars = st.one_of(
     st.text(max_size=6),
@@ -71,6 +71,9 @@ def column_rows(draw: Any) -> Columns:
 @given(batches=st.lists(column_rows(), min_size=1, max_size=4), fail_at=st.integers(0, 4))
 def test_columns_write_what_the_rows_write(kind: str, batches: list[Columns], fail_at: int) -> None:
     stores = [MemoryStore(), MemoryStore()] if kind == "memory" else [SQLiteStore(":memory:"), SQLiteStore(":memory:")]
+    for batch in batches:  # documents made column by column are the documents made one by one
+        docs = batch.json_docs()
+        assert docs is None or docs == [encode_doc(doc) for _, doc in batch]
     for at, batch in enumerate(batches):
         for store, rows in zip(stores, (batch, list(batch)), strict=True):
             try:

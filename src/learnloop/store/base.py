@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic_core import from_json, to_json
@@ -78,22 +78,30 @@ class Columns:
         >>> Columns((["a", "b"],), {"n": [1, 2], "s": ["x", "y"], "none": [None, None]}).json_docs()
         [b'{"n":1,"s":"x"}', b'{"n":2,"s":"y"}']
         """
-        names: list[str] = []
-        texts: list[list[str]] = []
+        before: list[str] = []  # the text before each column's values
+        columns: list[Sequence[Any]] = []
+        after = ""  # the text after the last column's values
         for name, column in self.fields.items():
             kinds = set(map(type, column))
             if kinds == {_NONE}:
                 continue
-            plain = _NONE not in kinds and name.__class__ is str and not _ESCAPED.search(name)
-            text = json_texts(column, kinds=kinds) if plain else None
+            if _NONE in kinds or name.__class__ is not str or _ESCAPED.search(name):
+                return None
+            quoted = plain_strings(column, kinds=kinds)  # written as they are, between quotes
+            text = column if quoted else json_texts(column, kinds=kinds)
             if text is None:
                 return None
-            names.append(name)
-            texts.append(text)
-        if not names:
+            before.append(after + ("," if columns else "{") + '"' + name + '":' + ('"' if quoted else ""))
+            columns.append(text)
+            after = '"' if quoted else ""
+        if not columns:
             return [b"{}"] * len(self)
-        template = "{" + ",".join('"' + name.replace("%", "%%") + '":%s' for name in names) + "}"
-        return [(template % row).encode() for row in zip(*texts, strict=True)]
+        # the documents one after the other, each ended by a NUL (which none of them holds)
+        parts: list[Iterable[str]] = []
+        for lead, column in zip(before, columns, strict=True):
+            parts += (repeat(lead), column)
+        parts.append(repeat(after + "}\x00"))
+        return "".join(chain.from_iterable(zip(*parts))).encode().split(b"\x00")[:-1]
 
     def __iter__(self) -> Iterator[tuple[Key, Doc]]:
         names = list(self.fields)
