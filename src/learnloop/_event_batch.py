@@ -228,9 +228,9 @@ def _plainly_valid(given: Sequence[dict[str, Any]], columns: dict[str, list[Any]
     return True
 
 
-def _first_positions(index: CatalogIndex) -> dict[str, int]:
-    """Each item's first position in the catalog (as :meth:`CatalogIndex.position` without a topic)."""
-    return {item: int(found[0]) for item, found in index.item_positions.items()}
+def _first_topics(index: CatalogIndex) -> dict[str, str]:
+    """The topic of each item's first position in the catalog (see :meth:`CatalogIndex.position`)."""
+    return {item: index.topic_ids[index.item_topic[found[0]]] for item, found in index.item_positions.items()}
 
 
 def _ms(moment: datetime) -> int:
@@ -291,6 +291,8 @@ class EventBatch:
         attempt on a scorable item without a score."""
         topics: list[str] = [""] * len(self)
         catalogs = self.catalogs
+        # without topics given or attempts without a score, each item's first place is all there is to know
+        by_item = self.topics.count(None) == len(self) and not self.scores.count(None)
         for catalog in dict.fromkeys(catalogs):
             index = index_of(catalog)
             if index is None:
@@ -298,25 +300,35 @@ class EventBatch:
             rows: Sequence[int] = range(len(self))
             if len(catalogs) != catalogs.count(catalog):
                 rows = [k for k, c in enumerate(catalogs) if c == catalog]
-            if self.topics.count(None) == len(self):  # each item's first position
-                first = index.derived("first_positions", _first_positions)
+            if by_item:
+                first = index.derived("first_topics", _first_topics)
                 found = list(map(first.get, self.items if len(rows) == len(self) else [self.items[k] for k in rows]))
-            else:
-                position = index.position
-                found = [position(self.items[k], self.topics[k]) for k in rows]
-            if None in found:
-                return None
-            positions = np.asarray(found, dtype=np.intp)
-            if self.scores.count(None):
-                unscored = np.array([self.kinds[k] == "attempt" and self.scores[k] is None for k in rows], dtype=bool)
-                if unscored.any() and index.scorable[positions[unscored]].any():
+                if None in found:
                     return None
-            named = list(map(index.topic_ids.__getitem__, index.item_topic[positions].tolist()))
+                named: list[str] = found  # type: ignore[assignment]
+            else:
+                named_or_none = self._places(index, rows)
+                if named_or_none is None:
+                    return None
+                named = named_or_none
             if len(rows) == len(self):
                 return named
             for k, name in zip(rows, named, strict=True):
                 topics[k] = name
         return topics
+
+    def _places(self, index: CatalogIndex, rows: Sequence[int]) -> list[str] | None:
+        """The topics of ``rows`` (events of the catalog of ``index``), or None (see :meth:`locate`)."""
+        position = index.position
+        found = [position(self.items[k], self.topics[k]) for k in rows]
+        if None in found:
+            return None
+        positions = np.asarray(found, dtype=np.intp)
+        if self.scores.count(None):
+            unscored = np.array([self.kinds[k] == "attempt" and self.scores[k] is None for k in rows], dtype=bool)
+            if unscored.any() and index.scorable[positions[unscored]].any():
+                return None
+        return list(map(index.topic_ids.__getitem__, index.item_topic[positions].tolist()))
 
     def epochs(self) -> np.ndarray:
         """Each event's time in epoch seconds (as :attr:`Interaction.epoch <learnloop.events.Interaction>`)."""

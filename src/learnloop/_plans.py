@@ -162,14 +162,11 @@ def plan_batch(store: Store, app: str, user_id: str, batch: EventBatch, topics: 
     reading the learners' revisions, with the keys kept as columns."""
     n = len(batch)
     catalogs, items, stamps = batch.catalogs, batch.items, batch.stamps
-    keys = list(zip(repeat(user_id), catalogs, items, stamps, strict=False))
-    last = dict(zip(keys, range(n), strict=True))  # first appearance -> the row of the last version
-    if len(last) == n:
-        rows = np.arange(n)
-    else:
-        rows = np.fromiter(last.values(), dtype=np.intp, count=len(last))
-        keys = list(last)
     names = list(dict.fromkeys(catalogs))
+    # the key without its user (and catalog, when there is one) -> the row of its last version, in
+    # the order of first appearance
+    last = dict(zip(zip(items, stamps) if len(names) == 1 else zip(catalogs, items, stamps), range(n), strict=True))
+    rows = np.arange(n) if len(last) == n else np.fromiter(last.values(), dtype=np.intp, count=len(last))
     known = _revisions(store, app, [(user_id, c) for c in names])
     epochs = batch.epochs()[rows]
     if len(names) == 1:
@@ -180,7 +177,9 @@ def plan_batch(store: Store, app: str, user_id: str, batch: EventBatch, topics: 
     bound = np.array([known.get((user_id, c), _NONE).stored_until for c in names])
     # a key later than every stored event of its learner is new: the store is not asked about it
     ask = np.flatnonzero(~(epochs > bound[code])).tolist()
-    existing = store.get_many("events", app, [keys[k] for k in ask]) if ask else {}
+    at = rows.tolist()
+    keys = {k: (user_id, catalogs[at[k]], items[at[k]], stamps[at[k]]) for k in ask}
+    existing = store.get_many("events", app, list(keys.values())) if ask else {}
     keep = np.ones(len(rows), dtype=bool)
     rewrites: set[Learner] = set()
     found = 0

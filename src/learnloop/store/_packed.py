@@ -319,7 +319,6 @@ class Bucket:
         if self._order or len(suffixes) != self._width:
             return False
         texts = ["".join(column) for column in suffixes]
-        texts += ("".join(column) for column in values)  # strings or the numbers' JSON texts
         if not all(text.isascii() and "\x00" not in text for text in texts):
             return False
         sizes = [list(map(len, column)) for column in suffixes]
@@ -340,15 +339,20 @@ class Bucket:
             columns += (repeat(constant), column)
         columns.append(repeat(constants[-1]))
         n = len(order_keys)
-        fixed = len(self._width * " " + "".join(constants))
-        lengths = np.full(n, fixed, dtype=np.int64)
-        for column in (*suffixes, *values):
+        text = "".join(chain.from_iterable(zip(*columns)))
+        # the values (strings, or the numbers' JSON texts) one byte a character as well
+        if not (text.isascii() if head.isascii() else all("".join(column).isascii() for column in values)):
+            return False
+        lengths = np.full(n, self._width + len("".join(constants)), dtype=np.int64)
+        for size in sizes:
+            lengths += size
+        for column in values:
             lengths += np.fromiter(map(len, column), dtype=np.int64, count=n)
         first = len(self._rows) // 2
         offsets = np.empty(2 * n, dtype=np.int64)
         offsets[0::2] = len(self._data) + np.cumsum(lengths) - lengths
         offsets[1::2] = seqs
-        self._data += "".join(chain.from_iterable(zip(*columns))).encode("latin-1")
+        self._data += text.encode("latin-1")
         self._rows.frombytes(offsets.tobytes())
         order = sorted(range(n), key=order_keys.__getitem__)
         self._order = array("I", order if first == 0 else [first + k for k in order])

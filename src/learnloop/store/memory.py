@@ -299,7 +299,7 @@ class MemoryStore:
         n = len(rows)
         with self._lock:
             seqs = list(islice(self._seq, n))
-            if width >= _WIDE and all(part.count(part[0]) == n for part in keys[:2]):  # one bucket
+            if width >= _WIDE and keys[0].count(keys[0][0]) == n and keys[1].count(keys[1][0]) == n:  # one bucket
                 head = (keys[0][0], keys[1][0])
                 buckets = self._buckets.setdefault(where, {})
                 found = buckets.get(head)
