@@ -12,26 +12,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-import pydantic
-from pydantic import TypeAdapter
 
 from learnloop._content_repo import ContentRepository
+from learnloop._event_batch import EventBatch, plain_events
 from learnloop._locks import LearnerLocks
 from learnloop._lru import LRUCache
 from learnloop._options import TOPIC_RATE_NAMES, with_topic_rates
 from learnloop._tracking import CatalogModel, Tracker, _Cached
 from learnloop._types import BoolArray, Clock
-from learnloop._validation import describe_validation_error, parse
-from learnloop.content import Filter
+from learnloop._validation import parse
+from learnloop.content import CatalogIndex, Filter
 from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
 from learnloop.events import (
     AttemptEvent,
     ContextAttemptEvent,
-    ContextEvent,
     ContextSkipEvent,
     ContextViewTheoryEvent,
     Interaction,
-    PlainEvent,
     SkipEvent,
     ViewTheoryEvent,
     format_timestamp,
@@ -126,7 +123,34 @@ class Learners:
 
     # -- events outside sessions ------------------------------------------------------
     def upsert_events(self, user_id: str, events: PlainEvents, *, app: str = "default") -> int:
-        parsed = _plain(events)
+        given = list(events)
+        batch = EventBatch.read(given)
+        if batch is None:
+            return self._upsert_each(user_id, given, app)
+        self.check_events_count(len(batch))
+        models: dict[str, CatalogModel] = {}
+
+        def index_of(catalog_id: str) -> CatalogIndex | None:
+            try:
+                models[catalog_id] = self.content.catalog_model(catalog_id, app=app)
+            except NotFoundError:
+                return None
+            return models[catalog_id].index
+
+        topics = batch.locate(index_of)
+        if topics is None:  # the per-event path says what is wrong
+            return self._upsert_each(user_id, given, app)
+        with self.lock(app, [(user_id, c) for c in dict.fromkeys(batch.catalogs)]):
+            with self.store.atomic():
+                plan = self.tracker.plan_batch(app, user_id, batch, topics)
+                self.tracker.write(app, plan)
+            # after the commit: the cached states of these learners get the new events
+            self.tracker.install(self.tracker.advance(app, plan, models.__getitem__))
+        return plan.new
+
+    def _upsert_each(self, user_id: str, events: list[Any], app: str) -> int:
+        """:meth:`upsert_events` event by event (the reference for what is accepted, and its errors)."""
+        parsed = plain_events(events)
         self.check_events_count(len(parsed))
         problems: list[str] = []
         interactions: list[Interaction] = []
@@ -461,26 +485,3 @@ def _runs(answers: Sequence[tuple[str, str, int]], scores: np.ndarray) -> list[t
             groups.setdefault(answers[k][0], []).append(k)
     positions = np.asarray([position for _, _, position in answers], dtype=np.intp)
     return [(positions[ks], scores[ks]) for ks in groups.values()]
-
-
-_PLAIN_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[PlainEvent])
-_CONTEXT_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[ContextEvent])
-
-
-def _validated(adapter: TypeAdapter[list[Any]], kinds: tuple[type, ...], events: Iterable[Any]) -> list[Any]:
-    """Events as models: models pass through, the rest is validated in one go."""
-    given = list(events)
-    if all(isinstance(e, kinds) for e in given):
-        return given
-    try:
-        return adapter.validate_python([e.model_dump() if isinstance(e, pydantic.BaseModel) else e for e in given])
-    except pydantic.ValidationError as exc:
-        raise ValidationError([p.replace("'", "'events", 1) for p in describe_validation_error(exc)]) from None
-
-
-def _plain(events: Iterable[Any]) -> list[AttemptEvent | SkipEvent | ViewTheoryEvent]:
-    return _validated(_PLAIN_EVENTS, (AttemptEvent, SkipEvent, ViewTheoryEvent), events)
-
-
-def _contextual(events: Iterable[Any]) -> list[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent]:
-    return _validated(_CONTEXT_EVENTS, (ContextAttemptEvent, ContextSkipEvent, ContextViewTheoryEvent), events)

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from learnloop._content_repo import ContentRepository
-from learnloop._learners import ContextEvents, Learners, _contextual
+from learnloop._event_batch import context_events
+from learnloop._learners import ContextEvents, Learners
 from learnloop._lru import LRUCache
 from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
@@ -208,7 +209,7 @@ class Sessions:
         )
 
     def adaptive_step(self, session_context: str, events: ContextEvents = (), *, app: str = "default") -> AdaptiveStep:
-        parsed = _contextual(events)
+        parsed = context_events(events)
         self.learners.check_events_count(len(parsed))
         session_id = self._session_id(session_context, app)
         spec = self._spec(app, session_id)

@@ -32,7 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from learnloop._event_batch import EventBatch
 from learnloop._lru import LRUCache
+from learnloop._plans import BatchPlan, Plan, StaleError, plan_batch, plan_interactions
+from learnloop._plans import write as write_plan
 from learnloop._revisions import Revision
 from learnloop.content import CatalogIndex
 from learnloop.events import Interaction, format_timestamp
@@ -41,7 +44,7 @@ from learnloop.store import Store
 from learnloop.store.base import json_doc
 from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState
 
-__all__ = ["CatalogModel", "Tracker"]
+__all__ = ["CatalogModel", "Plan", "StaleError", "Tracker"]
 
 #: a checkpoint of a learner's state every this many events (learners with fewer keep none)
 CHECKPOINT_EVERY = 2048
@@ -166,24 +169,7 @@ class _Cached:
         return total + 200 * len(self.pending) + _ENTRY_OVERHEAD
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What an ingestion will write: the changed interactions, grouped by learner."""
-
-    changed: list[Interaction]
-    new: int
-    by_learner: dict[tuple[str, str], list[Interaction]]
-    rewrites: set[tuple[str, str]]
-    revisions: dict[tuple[str, str], Revision]
-    #: the revisions were read from the store (not given by the caller)
-    read: bool = True
-
-
 _NONE = Revision()
-
-
-class StaleError(Exception):
-    """The store changed between planning and writing (another process wrote)."""
 
 
 def _order(rows: Iterable[Interaction]) -> list[Interaction]:
@@ -367,39 +353,13 @@ class Tracker:
         learners' locks), so that they are not read again, and ``latest`` the time of
         each one's latest stored event as of that revision.
         """
-        latest_version: dict[tuple[str, str, str, str], Interaction] = {}
-        for interaction in interactions:
-            latest_version[interaction.key] = interaction
-        if not latest_version:
-            return Plan([], 0, {}, set(), {})
-        learners = list(dict.fromkeys((i.user_id, i.catalog_id) for i in latest_version.values()))
-        read = revisions is None or not all(learner in revisions for learner in learners)
-        if revisions is not None and not read:  # only the numbers are known: not what came before (floor)
-            known = {learner: Revision(revisions[learner], floor=revisions[learner]) for learner in learners}
-            bound = dict(latest or {})
-        else:
-            found = self.store.get_many("learners", app, learners)
-            known = {(k[0], k[1]): Revision.from_doc(doc) for k, doc in found.items()}
-            bound = {learner: known.get(learner, _NONE).stored_until for learner in learners}
-        # a key later than every stored event of its learner is new: the store is not asked about it
-        ask = [k for k, i in latest_version.items() if not i.epoch > bound.get((i.user_id, i.catalog_id), math.inf)]
-        existing = self.store.get_many("events", app, ask) if ask else {}
-        changed: list[Interaction] = []
-        rewrites: set[tuple[str, str]] = set()
-        for key, interaction in latest_version.items():
-            before = existing.get(key)
-            if before is not None:
-                if _same_event(before, interaction.to_doc()):
-                    continue
-                rewrites.add((interaction.user_id, interaction.catalog_id))
-            changed.append(interaction)
-        new = sum(1 for i in changed if i.key not in existing)
-        by_learner: dict[tuple[str, str], list[Interaction]] = {}
-        for interaction in changed:
-            by_learner.setdefault((interaction.user_id, interaction.catalog_id), []).append(interaction)
-        return Plan(changed, new, by_learner, rewrites, known, read=read)
+        return plan_interactions(self.store, app, interactions, revisions=revisions, latest=latest)
 
-    def write(self, app: str, plan: Plan, *, check: bool = False) -> None:
+    def plan_batch(self, app: str, user_id: str, batch: EventBatch, topics: Sequence[str]) -> BatchPlan:
+        """:meth:`plan` for a batch of ``user_id``'s events as columns (``topics``: each one's topic)."""
+        return plan_batch(self.store, app, user_id, batch, topics)
+
+    def write(self, app: str, plan: Plan | BatchPlan, *, check: bool = False) -> None:
         """Store the plan's events and advance the learners' revisions.
 
         Must be called inside ``store.atomic()``. With ``check``, the revisions
@@ -407,24 +367,15 @@ class Tracker:
         one moved since the plan was made; without it, the plan must have been
         made inside the same transaction (its revisions are then current).
         """
-        if not plan.changed:
-            return
-        now = plan.revisions
-        if check or not plan.read:
-            found = self.store.get_many("learners", app, list(plan.by_learner))
-            now = {(k[0], k[1]): Revision.from_doc(doc) for k, doc in found.items()}
-            if check and any(now.get(k, _NONE).rev != plan.revisions.get(k, _NONE).rev for k in plan.by_learner):
-                raise StaleError("a learner's events changed since the plan was made")
-        self.store.put_many("events", app, [(i.key, i.to_doc()) for i in plan.changed])
-        updates = []
-        for learner, group in plan.by_learner.items():
-            epochs = [i.epoch for i in group]
-            after = now.get(learner, _NONE).after_write(min(epochs), max(epochs), rewrite=learner in plan.rewrites)
-            updates.append((learner, after.to_doc()))
-        self.store.put_many("learners", app, updates)
+        write_plan(self.store, app, plan, check=check)
 
     def advance(
-        self, app: str, plan: Plan, catalogs: Callable[[str], CatalogModel], *, compute: Iterable[tuple[str, str]] = ()
+        self,
+        app: str,
+        plan: Plan | BatchPlan,
+        catalogs: Callable[[str], CatalogModel],
+        *,
+        compute: Iterable[tuple[str, str]] = (),
     ) -> dict[tuple[str, str, str], _Cached]:
         """The cache entries after the plan is written: pending events appended.
 
@@ -433,6 +384,8 @@ class Tracker:
         installed with :meth:`install` once the write has committed.
         """
         wanted = set(compute)
+        if isinstance(plan, BatchPlan):  # interactions made for the learners it can change only
+            plan = plan.for_learners(k for k in plan.spans() if k in wanted or self._get((app, *k)) is not None)
         out: dict[tuple[str, str, str], _Cached] = {}
         for (user, catalog_id), group in plan.by_learner.items():
             catalog = catalogs(catalog_id)
@@ -489,11 +442,3 @@ def _thin(checkpoints: tuple[_Checkpoint, ...]) -> tuple[_Checkpoint, ...]:
         gaps = [cps[k + 1].state.n_events - cps[k - 1].state.n_events for k in range(1, len(cps) - 1)]
         del cps[1 + int(np.argmin(gaps))]
     return tuple(cps)
-
-
-def _same_event(before: Any, after: dict[str, Any]) -> bool:
-    """Two stored versions of one event key with the same content (the session tag aside)."""
-    if not isinstance(before, dict):
-        return False
-    strip = {"session_id"}
-    return {k: v for k, v in before.items() if k not in strip} == {k: v for k, v in after.items() if k not in strip}

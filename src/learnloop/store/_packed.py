@@ -17,10 +17,13 @@ from __future__ import annotations
 import threading
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any
 
-from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_value
+import numpy as np
+
+from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_texts, json_value, plain_strings
 
 __all__ = ["Bucket", "DocCodec", "Row", "Snapshot"]
 
@@ -98,6 +101,47 @@ class DocCodec:
             self._by_names[names] = (pairs, tuple(at for at, ref in enumerate(refs) if ref < 0), head)
         return head + body
 
+    def shape_columns(
+        self, keys: Sequence[Sequence[str]], fields: Mapping[str, Sequence[Any]]
+    ) -> tuple[bytes, str, list[Sequence[Any]]] | None:
+        """The shape of :class:`~learnloop.store.base.Columns` rows: ``(head, body, values)``,
+        where row ``k``'s document is ``head + (body % values_k).encode()`` (``values_k``: the
+        ``k``-th entry of each of ``values``). A field is taken as repeating a key part only when
+        its whole column does. None when the columns do not suit (a field present in some rows
+        only, values that are not plain strings or numbers): the rows are then encoded one by one."""
+        names: list[str] = []
+        refs: list[int] = []
+        formats: list[str] = []
+        values: list[Sequence[Any]] = []
+        for name, column in fields.items():
+            kinds = set(map(type, column))
+            if kinds == {_NONE}:
+                continue
+            if _NONE in kinds or name.__class__ is not str:
+                return None
+            names.append(name)
+            part = next((j for j, key_part in enumerate(keys) if column == key_part), -1) if kinds == {str} else -1
+            refs.append(part)
+            if part >= 0:
+                continue
+            if plain_strings(column, kinds=kinds):
+                formats.append('"%s"')
+                values.append(column)
+            else:
+                text = json_texts(column, kinds=kinds)
+                if text is None:
+                    return None
+                formats.append("%s")
+                values.append(text)
+        shape = (tuple(names), tuple(refs))
+        sid = self._ids.get(shape)
+        if sid is None:
+            sid = self._register(shape)
+            if sid is None:
+                return None
+        head = bytes((_SHAPED1, sid)) if sid < 0x100 else bytes((_SHAPED2, sid & 0xFF, sid >> 8))
+        return head, "[" + ",".join(formats) + "]", values
+
     def _register(self, shape: tuple[tuple[str, ...], tuple[int, ...]]) -> int | None:
         with self._lock:
             sid = self._ids.get(shape)
@@ -126,6 +170,11 @@ class DocCodec:
             return dict(zip(names, values, strict=True))
         pending = iter(values)
         return {name: key[ref] if ref >= 0 else next(pending) for name, ref in zip(names, refs, strict=True)}
+
+
+_NONE = type(None)
+#: the one-byte size prefixes of key parts shorter than 255 bytes
+_SIZES = [bytes((n,)) for n in range(0xFF)]
 
 
 def _put_part(out: bytearray, part: str) -> None:
@@ -239,6 +288,76 @@ class Bucket:
         self._data += blob
         return slot
 
+    def _append_many(self, rows: list[tuple[Key, int, bytes]]) -> int:
+        """Append records as :meth:`_append` does, all at once; returns the first one's row number."""
+        first = len(self._rows) // 2
+        columns = [[part.encode("utf-8", "surrogatepass") for part in column] for column in zip(*(r[0] for r in rows))]
+        sizes = [list(map(len, column)) for column in columns]
+        if len(columns) != self._width or any(max(column) >= 0xFF for column in sizes):
+            for suffix, seq, blob in rows:
+                self._append(suffix, seq, blob)
+            return first
+        blobs = [row[2] for row in rows]
+        pieces: list[list[bytes]] = []
+        for column, size in zip(columns, sizes, strict=True):
+            pieces += ([_SIZES[n] for n in size], column)
+        lengths = np.sum([*sizes, list(map(len, blobs))], axis=0) + len(columns)
+        offsets = np.empty(len(rows) * 2, dtype=np.int64)
+        offsets[0::2] = len(self._data) + np.cumsum(lengths) - lengths
+        offsets[1::2] = [row[1] for row in rows]
+        self._data += b"".join(chain.from_iterable(zip(*pieces, blobs, strict=True)))
+        self._rows.frombytes(offsets.tobytes())
+        return first
+
+    def fill(
+        self, suffixes: Sequence[Sequence[str]], seqs: list[int], head: bytes, body: str, values: list[Sequence[Any]]
+    ) -> bool:
+        """Write the rows of an empty bucket at once, as :meth:`put_many` writes them: row ``k``
+        has the key parts ``suffixes[.][k]``, the sequence ``seqs[k]`` and the document ``head +
+        (body % values_k).encode()`` (see :meth:`DocCodec.shape_columns`). False, writing nothing,
+        when the bucket holds rows, a key repeats, or a text is not all ASCII (or holds NUL)."""
+        if self._order or len(suffixes) != self._width:
+            return False
+        texts = ["".join(column) for column in suffixes]
+        if not all(text.isascii() and "\x00" not in text for text in texts):
+            return False
+        sizes = [list(map(len, column)) for column in suffixes]
+        if any(max(size) >= 0xFF for size in sizes):
+            return False
+        # one string per key in the order of the keys (no NUL in them: NUL sorts first)
+        order_keys = list(suffixes[0]) if self._width == 1 else list(map("\x00".join, zip(*suffixes, strict=True)))
+        if len(set(order_keys)) != len(order_keys):
+            return False
+        # each record: per key part its size (one character) and the part, then the head and the
+        # body's constant pieces between the values (all one byte a character in latin-1)
+        constants = body.split("%s")
+        constants[0] = head.decode("latin-1") + constants[0]
+        columns: list[Iterable[str]] = []
+        for size, column in zip(sizes, suffixes, strict=True):
+            columns += (map(chr, size), column)
+        for constant, column in zip(constants, values, strict=False):
+            columns += (repeat(constant), column)
+        columns.append(repeat(constants[-1]))
+        n = len(order_keys)
+        text = "".join(chain.from_iterable(zip(*columns)))
+        # the values (strings, or the numbers' JSON texts) one byte a character as well
+        if not (text.isascii() if head.isascii() else all("".join(column).isascii() for column in values)):
+            return False
+        lengths = np.full(n, self._width + len("".join(constants)), dtype=np.int64)
+        for size in sizes:
+            lengths += size
+        for column in values:
+            lengths += np.fromiter(map(len, column), dtype=np.int64, count=n)
+        first = len(self._rows) // 2
+        offsets = np.empty(2 * n, dtype=np.int64)
+        offsets[0::2] = len(self._data) + np.cumsum(lengths) - lengths
+        offsets[1::2] = seqs
+        self._data += text.encode("latin-1")
+        self._rows.frombytes(offsets.tobytes())
+        order = sorted(range(n), key=order_keys.__getitem__)
+        self._order = array("I", order if first == 0 else [first + k for k in order])
+        return True
+
     def _kill(self, slot: int) -> None:
         self._rows[2 * slot + 1] = 0
         self._dead += self._end(slot) - self._rows[2 * slot]
@@ -313,14 +432,17 @@ class Bucket:
         """Write rows in turn (a key written twice: the later wins); returns the rows each replaced."""
         if len(rows) <= 32:
             return [self.put(*row) for row in rows]
+        first = self._append_many(rows)
+        if not self._order and len({row[0] for row in rows}) == len(rows):  # a new bucket, every key once
+            self._order = array("I", sorted(range(first, first + len(rows)), key=lambda slot: rows[slot - first][0]))
+            return [None] * len(rows)
         previous: list[Row | None] = []
         fresh: dict[Key, int] = {}  # keys new to the bucket -> their row number
         # many rows into a big bucket: read each of its keys once rather than log2(n) of them per row
         at: dict[Key, int] | None = None
         if len(self._order) > 64 and len(rows) * (len(self._order).bit_length()) > len(self._order):
             at = {self._key(slot): pos for pos, slot in enumerate(self._order)}
-        for suffix, seq, blob in rows:
-            slot = self._append(suffix, seq, blob)
+        for slot, (suffix, _, _) in enumerate(rows, first):
             old = fresh.get(suffix)
             if old is not None:
                 previous.append(self._row(old))

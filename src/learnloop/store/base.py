@@ -11,13 +11,28 @@ scan can return documents from least to most recently written.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from itertools import chain, repeat
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic_core import from_json, to_json
 
-__all__ = ["Doc", "Key", "Store", "TABLES", "check_key", "check_prefix", "decode_doc", "encode_doc", "json_doc"]
+__all__ = [
+    "TABLES",
+    "Columns",
+    "Doc",
+    "Key",
+    "Store",
+    "check_key",
+    "check_prefix",
+    "decode_doc",
+    "encode_doc",
+    "json_doc",
+    "json_texts",
+    "plain_strings",
+]
 
 Key = tuple[str, ...]
 Doc = Mapping[str, Any] | bytes
@@ -33,6 +48,100 @@ TABLES: Mapping[str, int] = {
     "documents": 2,  # namespace, id: documents a façade keeps beside the content (e.g. v1 assets)
     "meta": 1,  # name, e.g. the content version of an application
 }
+
+
+class Columns:
+    """Rows to write given as columns: ``keys`` holds one list per key part, ``fields`` one
+    list per document field, in the documents' field order; a None value leaves the field out
+    of its row's document. Iterating gives the ``(key, document)`` pairs, so any store's
+    ``put_many`` takes it; a store may also write it column by column.
+
+    >>> rows = Columns((["a", "b"],), {"n": [1, None], "s": ["x", "y"]})
+    >>> len(rows), list(rows)
+    (2, [(('a',), {'n': 1, 's': 'x'}), (('b',), {'s': 'y'})])
+    """
+
+    __slots__ = ("fields", "keys")
+
+    def __init__(self, keys: Sequence[Sequence[str]], fields: Mapping[str, Sequence[Any]]) -> None:
+        self.keys = keys
+        self.fields = fields
+
+    def __len__(self) -> int:
+        return len(self.keys[0])
+
+    def json_docs(self) -> list[bytes] | None:
+        """Each row's document as :func:`encode_doc` writes it, made column by column; None when
+        the columns do not suit (a field present in some rows only, a column of other values than
+        :func:`json_texts` takes, a field name to escape): the rows are then encoded one by one.
+
+        >>> Columns((["a", "b"],), {"n": [1, 2], "s": ["x", "y"], "none": [None, None]}).json_docs()
+        [b'{"n":1,"s":"x"}', b'{"n":2,"s":"y"}']
+        """
+        before: list[str] = []  # the text before each column's values
+        columns: list[Sequence[Any]] = []
+        after = ""  # the text after the last column's values
+        for name, column in self.fields.items():
+            kinds = set(map(type, column))
+            if kinds == {_NONE}:
+                continue
+            if _NONE in kinds or name.__class__ is not str or _ESCAPED.search(name):
+                return None
+            quoted = plain_strings(column, kinds=kinds)  # written as they are, between quotes
+            text = column if quoted else json_texts(column, kinds=kinds)
+            if text is None:
+                return None
+            before.append(after + ("," if columns else "{") + '"' + name + '":' + ('"' if quoted else ""))
+            columns.append(text)
+            after = '"' if quoted else ""
+        if not columns:
+            return [b"{}"] * len(self)
+        # the documents one after the other, each ended by a NUL (which none of them holds)
+        parts: list[Iterable[str]] = []
+        for lead, column in zip(before, columns, strict=True):
+            parts += (repeat(lead), column)
+        parts.append(repeat(after + "}\x00"))
+        return "".join(chain.from_iterable(zip(*parts))).encode().split(b"\x00")[:-1]
+
+    def __iter__(self) -> Iterator[tuple[Key, Doc]]:
+        names = list(self.fields)
+        rows = zip(*self.fields.values()) if names else repeat((), len(self))
+        for key, values in zip(zip(*self.keys), rows, strict=True):
+            yield key, {name: value for name, value in zip(names, values, strict=True) if value is not None}
+
+
+#: characters JSON escapes (or cannot hold): a string column with none of them is written by rule
+_ESCAPED = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+
+
+def plain_strings(values: Sequence[Any], *, kinds: set[type] | None = None) -> bool:
+    """Whether ``values`` are all strings that JSON writes as they are, between quotes.
+
+    >>> plain_strings(["a", "é"]), plain_strings(["a", 'b"']), plain_strings(["a", 1])
+    (True, False, False)
+    """
+    kinds = set(map(type, values)) if kinds is None else kinds
+    return kinds <= {str} and not _ESCAPED.search("".join(values))
+
+
+def json_texts(values: Sequence[Any], *, kinds: set[type] | None = None) -> list[str] | None:
+    """Each value's JSON text as :func:`json_bytes` writes it in a list or a dict, for a column
+    of strings without characters to escape, or of ``int`` and ``float`` values (the spelling
+    of pydantic-core's serialiser); None for any other column.
+
+    >>> json_texts(["a", "b"]), json_texts([1, 0.5]), json_texts(["a", 1]), json_texts(['say "hi"'])
+    (['"a"', '"b"'], ['1', '0.5'], None, None)
+    """
+    kinds = set(map(type, values)) if kinds is None else kinds  # the values' types, when known
+    if kinds == {str}:
+        return ['"' + v + '"' for v in values] if plain_strings(values, kinds=kinds) else None
+    if kinds and kinds <= {int, float}:
+        try:
+            text = to_json(values if values.__class__ is list else list(values)).decode()
+        except ValueError:
+            return None
+        return text[1:-1].split(",")  # numbers hold no comma
+    return None
 
 
 def check_key(table: str, key: Key) -> None:
@@ -55,7 +164,8 @@ def check_prefix(table: str, prefix: Key) -> None:
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-_SCALARS = frozenset((str, int, float, bool, type(None)))
+_NONE = type(None)
+_SCALARS = frozenset((str, int, float, bool, _NONE))
 
 
 def json_bytes(value: list[Any] | dict[str, Any]) -> bytes:

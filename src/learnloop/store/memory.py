@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import count as _counter
-from typing import Literal
+from itertools import islice
+from typing import Any, Literal
 
 from learnloop.store._packed import Bucket, DocCodec, Row, Snapshot
-from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix
+from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix
 
 __all__ = ["MemoryStore"]
 
-_ABSENT = object()
 #: tables with keys this wide keep their rows in buckets by the first two key parts
 _WIDE = 3
 
@@ -90,7 +90,8 @@ class MemoryStore:
         self._codec = DocCodec()
         self._seq = _counter(1)
         self._lock = threading.RLock()
-        self._undo: list[tuple[Where, Key, object]] | None = None
+        # per write: where, the keys written (or the columns written) and the rows they replaced (None: absent)
+        self._undo: list[tuple[Where, list[Key] | Columns, list[Row | None]]] | None = None
 
     # -- rows -------------------------------------------------------------------------
     def _row(self, where: Where, width: int, key: Key) -> Row | None:
@@ -194,17 +195,19 @@ class MemoryStore:
 
     def _rollback(self, mark: int) -> None:
         assert self._undo is not None
-        for where, key, previous in reversed(self._undo[mark:]):
+        for where, written, rows in reversed(self._undo[mark:]):
             width = TABLES[where[0]]
-            if previous is _ABSENT:
-                self._drop(where, width, key)
-            else:
-                self._write(where, width, [(key, previous)])  # type: ignore[list-item]
+            keys = list(zip(*written.keys)) if isinstance(written, Columns) else written
+            for key, previous in zip(reversed(keys), reversed(rows), strict=True):
+                if previous is None:
+                    self._drop(where, width, key)
+                else:
+                    self._write(where, width, [(key, previous)])
         del self._undo[mark:]
 
-    def _remember(self, where: Where, keys: list[Key], previous: list[Row | None]) -> None:
+    def _remember(self, where: Where, keys: list[Key] | Columns, previous: list[Row | None]) -> None:
         if self._undo is not None:
-            self._undo.extend((where, key, _ABSENT if row is None else row) for key, row in zip(keys, previous))
+            self._undo.append((where, keys, previous))
 
     # -- the Store protocol --------------------------------------------------------------
     def get(self, table: str, app: str, key: Key) -> Doc | None:
@@ -270,6 +273,8 @@ class MemoryStore:
             return len(self._select((table, app), width, prefix, False))
 
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
+        if isinstance(rows, Columns) and self._put_columns(table, app, rows):
+            return
         prepared = []
         for key, doc in rows:
             key = tuple(key)
@@ -281,6 +286,34 @@ class MemoryStore:
             written = [(key, (next(self._seq), blob)) for key, blob in prepared]
             previous = self._write((table, app), width, written)
             self._remember((table, app), [key for key, _ in prepared], previous)
+
+    def _put_columns(self, table: str, app: str, rows: Columns) -> bool:
+        """Write rows given as columns, encoded column by column, and a new learner's rows into
+        their bucket at once; False (nothing written) when they are to be taken row by row."""
+        keys, width, where = rows.keys, _width(table), (table, app)
+        if not len(rows) or len(keys) != width or any(set(map(type, part)) != {str} for part in keys):
+            return False
+        shaped = self._codec.shape_columns(keys, rows.fields)
+        if shaped is None:
+            return False
+        n = len(rows)
+        with self._lock:
+            seqs = list(islice(self._seq, n))
+            if width >= _WIDE and keys[0].count(keys[0][0]) == n and keys[1].count(keys[1][0]) == n:  # one bucket
+                head = (keys[0][0], keys[1][0])
+                buckets = self._buckets.setdefault(where, {})
+                found = buckets.get(head)
+                bucket = Bucket(width - 2) if found is None else found
+                if bucket.fill(keys[2:], seqs, *shaped):
+                    if found is None:
+                        buckets[head] = bucket
+                        _head_add(self._heads.setdefault(where, {}), head[0], head[1])
+                    self._remember(where, rows, [None] * n)
+                    return True
+            written = list(zip(zip(*keys), zip(seqs, _blobs(*shaped, n), strict=True), strict=True))
+            previous = self._write(where, width, written)
+            self._remember(where, rows, previous)
+        return True
 
     def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
         wanted = [tuple(key) for key in keys]
@@ -341,6 +374,13 @@ class MemoryStore:
                 into = out.setdefault(table, {"rows": 0, "documents": 0, "keys": 0})
                 into["keys"] += size(heads) + sum(once(v) if isinstance(v, set) else 0 for v in heads.values())
         return out
+
+
+def _blobs(head: bytes, body: str, values: list[Sequence[Any]], n: int) -> list[bytes]:
+    """The ``n`` documents of a shape made by :meth:`DocCodec.shape_columns`."""
+    if not values:
+        return [head + body.encode()] * n
+    return [head + (body % row).encode() for row in zip(*values, strict=True)]
 
 
 #: what :meth:`MemoryStore._gather` collects: the (key, seq, blob) rows of a flat table, and

@@ -12,10 +12,11 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from itertools import repeat
 from os import PathLike
 from typing import Literal
 
-from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
+from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
 
 __all__ = ["SQLiteStore"]
 
@@ -200,6 +201,17 @@ class SQLiteStore:
 
     # -- writes ---------------------------------------------------------------------
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
+        columns = self._columns(table, rows) if isinstance(rows, Columns) else None
+        if columns is not None:  # one prepared statement over the columns
+            keys, blobs = columns
+            if blobs:
+                with self.atomic():
+                    first = self._next_seq(len(blobs))
+                    self._conn.executemany(
+                        f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        zip(repeat(app), *keys, range(first, first + len(blobs)), blobs, strict=False),
+                    )
+            return
         prepared = [(self._params(table, key), encode_doc(doc)) for key, doc in rows]
         if not prepared:
             return
@@ -209,6 +221,17 @@ class SQLiteStore:
                 f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(app, *params, first + i, blob) for i, (params, blob) in enumerate(prepared)],
             )
+
+    @staticmethod
+    def _columns(table: str, rows: Columns) -> tuple[list[Iterable[str]], list[bytes]] | None:
+        """Rows given as columns: the four key columns and the documents, encoded column by column
+        (None: to be taken row by row)."""
+        if len(rows.keys) != TABLES.get(table) or any(set(map(type, part)) != {str} for part in rows.keys):
+            return None
+        blobs = rows.json_docs()
+        if blobs is None:
+            return None
+        return [*rows.keys, *[repeat("")] * (4 - len(rows.keys))], blobs
 
     def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
         deleted: list[Key] = []
