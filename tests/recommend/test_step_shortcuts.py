@@ -1,7 +1,8 @@
 """Shortcuts of the adaptive step give what the long way gives.
 
 The step's generator is made from 32-bit words instead of a tuple of integers
-(the same generator).
+(the same generator), and a session's filter key is remembered for the filter
+object; the masks still follow every change of content.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from learnloop import Engine
 from learnloop._sessions import seeded_rng
+from learnloop.content import Filter
+from learnloop.sim import SimClock
 
 _VALUES = st.one_of(
     st.sampled_from([0, 1, 2**32 - 1, 2**32, 2**64 - 1, 2**64]),
@@ -34,3 +38,69 @@ def test_seeded_rng_of_values_that_are_not_plain_non_negative_ints_takes_the_ord
         assert "negative" in str(exc)
     else:  # pragma: no cover
         raise AssertionError("a negative seed is refused, as default_rng refuses it")
+
+
+def _engine() -> Engine:
+    engine = Engine(seed=3, clock=SimClock())
+    engine.upsert_items(
+        [{"item_id": f"i{k}", "display_name": f"I{k}", "scorable": True, "difficulty": 0.5} for k in range(4)]
+    )
+    engine.upsert_catalog(
+        {
+            "catalog_id": "c",
+            "display_name": "C",
+            "topics": [
+                {"topic_id": "a", "display_name": "A", "item_refs": [{"item_id": "i0"}, {"item_id": "i1"}]},
+                {"topic_id": "b", "display_name": "B", "item_refs": [{"item_id": "i2"}, {"item_id": "i3"}]},
+            ],
+        }
+    )
+    return engine
+
+
+def test_a_remembered_filter_key_gives_masks_that_follow_the_content() -> None:
+    engine = _engine()
+    repo = engine._content
+    flt = Filter(include_topic_ids=("a",))
+    first = repo.mask("default", repo.catalog_model("c"), flt)
+    assert first.tolist() == [True, True, False, False]
+    # another filter object (equal or not) gets its own key
+    assert repo.mask("default", repo.catalog_model("c"), Filter(include_topic_ids=("b",))).tolist() == [
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert repo.mask("default", repo.catalog_model("c"), Filter(include_topic_ids=("a",))) is first
+    # the content changes: the same filter object now selects what topic 'a' holds now
+    engine.upsert_catalog(
+        {
+            "catalog_id": "c",
+            "display_name": "C",
+            "topics": [
+                {"topic_id": "a", "display_name": "A", "item_refs": [{"item_id": "i0"}]},
+                {"topic_id": "b", "display_name": "B", "item_refs": [{"item_id": "i1"}, {"item_id": "i2"}]},
+            ],
+        }
+    )
+    assert repo.mask("default", repo.catalog_model("c"), flt).tolist() == [True, False, False]
+
+
+def test_a_session_step_recommends_from_the_content_as_it_is_now() -> None:
+    engine = _engine()
+    context = engine.create_session(
+        {"user_id": "u", "catalog_id": "c", "mode": {"type": "learn"}, "filter": {"include_topic_ids": ["b"]}}
+    )
+    assert engine.adaptive_step(context).recommendation.item_id in {"i2", "i3"}
+    engine.upsert_catalog(
+        {
+            "catalog_id": "c",
+            "display_name": "C",
+            "topics": [
+                {"topic_id": "a", "display_name": "A", "item_refs": [{"item_id": "i0"}, {"item_id": "i2"}]},
+                {"topic_id": "b", "display_name": "B", "item_refs": [{"item_id": "i1"}]},
+            ],
+        }
+    )
+    for _ in range(3):
+        assert engine.adaptive_step(context).recommendation.item_id == "i1"
