@@ -51,7 +51,7 @@ def _closest(view: LearnerView, mask: BoolArray, target: float) -> int:
     """Among ``mask``, the item whose predicted success is nearest ``target``
     (fewer attempts first on ties, then catalog order)."""
     positions = np.flatnonzero(mask)
-    distance = np.abs(view.p_correct[positions] - target) + 0.02 * np.minimum(view.attempts[positions], 5)
+    distance = np.abs(view.p_correct[positions] - target) + 0.02 * np.minimum(view.attempts_at(positions), 5)
     return int(positions[np.argmin(distance)])
 
 
@@ -157,7 +157,7 @@ class LearnPolicy(Policy):
             return self._in_topic(view, in_topic, topic, ready_is_known=bool(ready.any()), needs=requires(topic))
         # every reachable topic is mastered: practise the weakest
         positions = np.flatnonzero(pool)
-        position = int(positions[np.argmin(view.p_correct[positions] + 0.01 * view.attempts[positions])])
+        position = int(positions[np.argmin(view.p_correct[positions] + 0.01 * view.attempts_at(positions))])
         return Pick(
             position,
             "predicted_knowledge_gap",
@@ -175,7 +175,7 @@ class LearnPolicy(Policy):
             # theory the catalog places before the topic's first exercise opens the topic
             first_exercise = _first(exercises) if exercises.any() else index.n_items
             leading = np.flatnonzero(in_topic[:first_exercise] & index.is_theory[:first_exercise])
-            unread = leading[(view.viewed[leading] < 1.0) & (view.attempts[leading] == 0)]
+            unread = leading[(view.viewed_at(leading) < 1.0) & (view.attempts_at(leading) == 0)]
             if unread.size:
                 return Pick(int(unread[0]), "content_progression", f"starting topic '{name}' with its theory")
         pool = exercises if exercises.any() else in_topic
@@ -200,7 +200,8 @@ class LearnPolicy(Policy):
             positions = index.item_positions.get(theory_id)
             if positions is None:
                 continue
-            open_theory = [int(p) for p in positions if candidates[p] and view.viewed[p] < 1.0]
+            viewed = view.viewed_at(positions)
+            open_theory = [int(p) for p, v in zip(positions, viewed, strict=True) if candidates[p] and v < 1.0]
             if open_theory:
                 return Pick(
                     open_theory[0],
@@ -268,7 +269,7 @@ class ReviewPolicy(Policy):
         candidates = _without(eligible, previous)
         practised_topic = view.topic_attempts > 0
         covered = candidates & per_position(index, practised_topic) & ~index.is_theory
-        attempted = int(np.count_nonzero((view.attempts > 0) & eligible))
+        attempted = view.attempted_count(eligible)
         if attempted < self.min_coverage or not covered.any():
             pool = candidates & index.scorable
             pool = pool if pool.any() else candidates
@@ -285,7 +286,7 @@ class ReviewPolicy(Policy):
         recall = np.where(np.isnan(recall), 1.0, recall)
         skill = view.p_correct[positions]
         gap = 1.0 - skill * recall
-        best = int(np.argmax(gap - 0.001 * view.attempts[positions]))
+        best = int(np.argmax(gap - 0.001 * view.attempts_at(positions)))
         position = int(positions[best])
         topic = _topic_name(view, position)
         if 1.0 - recall[best] > 1.0 - skill[best]:

@@ -267,6 +267,37 @@ class LearnerView:
         """Last interaction per position (epoch seconds, NaN: none; None: not known)."""
         return self._array("last_seen")
 
+    def attempts_at(self, positions: IntArray) -> IntArray:
+        """``attempts[positions]``; read off the items met while the dense array is not made."""
+        return self._at("attempts", positions)
+
+    def viewed_at(self, positions: IntArray) -> FloatArray:
+        """``viewed[positions]``; read off the items met while the dense array is not made."""
+        return self._at("viewed", positions)
+
+    def _at(self, name: str, positions: IntArray) -> np.ndarray:
+        state = self.state
+        if self._given[name] is not None or state is None:
+            found = self._array(name)
+            assert found is not None
+            return found[positions]
+        # the dense array's values at ``positions``: the row of each item met, else a blank row's (0)
+        where = np.asarray(positions, dtype=np.intp)
+        out = np.zeros(where.shape)
+        touched = state.touched
+        if touched.size and where.size:
+            slot = np.minimum(np.searchsorted(touched, where), touched.size - 1)
+            hit = touched[slot] == where
+            out[hit] = (state.met_attempts if name == "attempts" else state.met_fraction)[slot[hit]]
+        return out.astype(np.int64) if name == "attempts" else out
+
+    def attempted_count(self, mask: BoolArray) -> int:
+        """How many positions of ``mask`` were attempted at least once."""
+        state = self.state
+        if self._given["attempts"] is not None or state is None:
+            return int(np.count_nonzero((self.attempts > 0) & mask))
+        return int(np.count_nonzero((state.met_attempts > 0) & mask[state.touched]))
+
     @cached_property
     def information(self) -> FloatArray:
         """Fisher information of each item, ``a**2 p (1 - p)``."""
