@@ -22,7 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop._types import BoolArray
-from learnloop.recommend.view import LearnerView, catalog_topics, in_topic_of, per_position, ready_topics
+from learnloop.recommend.view import (
+    LearnerView,
+    catalog_topics,
+    exercise_positions,
+    in_topic_of,
+    per_position,
+    ready_topics,
+)
 
 __all__ = ["AssessPolicy", "LearnPolicy", "Pick", "Policy", "ReviewPolicy", "policy_for"]
 
@@ -170,7 +177,7 @@ class LearnPolicy(Policy):
     ) -> Pick:
         index = view.index
         name = index.topic_ids[topic]
-        exercises = in_topic & ~index.is_theory
+        exercises = in_topic & exercise_positions(index)
         if self.theory_first and view.topic_attempts[topic] == 0:
             # theory the catalog places before the topic's first exercise opens the topic
             first_exercise = _first(exercises) if exercises.any() else index.n_items
@@ -209,7 +216,7 @@ class LearnPolicy(Policy):
                     f"item '{failed_id}' was answered incorrectly; its theory '{theory_id}' explains it",
                 )
         topic = int(index.item_topic[failed])
-        same_topic = in_topic_of(index, topic, candidates) & ~index.is_theory
+        same_topic = in_topic_of(index, topic, candidates) & exercise_positions(index)
         same_topic[failed] = False
         if not same_topic.any():
             return None
@@ -228,7 +235,9 @@ class LearnPolicy(Policy):
         index = view.index
         with np.errstate(invalid="ignore"):
             due = mastered & (view.recall < self.retention_threshold)
-        due_items = candidates & per_position(index, due) & ~index.is_theory
+        if not due.any():  # no topic is due: no item is
+            return None
+        due_items = candidates & per_position(index, due) & exercise_positions(index)
         if not due_items.any():
             return None
         positions = np.flatnonzero(due_items)
@@ -268,7 +277,7 @@ class ReviewPolicy(Policy):
         index = view.index
         candidates = _without(eligible, previous)
         practised_topic = view.topic_attempts > 0
-        covered = candidates & per_position(index, practised_topic) & ~index.is_theory
+        covered = candidates & per_position(index, practised_topic) & exercise_positions(index)
         attempted = view.attempted_count(eligible)
         if attempted < self.min_coverage or not covered.any():
             pool = candidates & index.scorable
