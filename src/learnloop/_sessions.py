@@ -292,6 +292,8 @@ class Sessions:
         mask of the previous step is extended with the items added since."""
         key = (app, session.session_id)
         assessed = session.assessed
+        if not assessed:  # (every learn and review step) one read-only mask of nothing per catalog
+            return index.derived("sessions.none_administered", _nothing_administered)
         found = self._administered.get(key)
         if found is not None and found[0] is index and found[1] <= len(assessed):
             done = found[1]
@@ -333,6 +335,12 @@ class Sessions:
         return AdaptiveStep(
             recommendation=recommendation, user_status=user_status, session_status=session_status
         ), session
+
+
+def _nothing_administered(index: CatalogIndex) -> BoolArray:
+    mask = np.zeros(index.n_items, dtype=bool)
+    mask.flags.writeable = False
+    return mask
 
 
 def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionState:
