@@ -131,9 +131,10 @@ class LearnPolicy(Policy):
         requires = catalog_topics(index).requires
         ready_topic = ready_topics(index, mastered)
         ready = candidates & per_position(index, ready_topic)
+        n_ready = int(np.count_nonzero(ready))
 
         # a little seeded exploration among ready content
-        if np.count_nonzero(ready) > 1 and rng.random() < self.exploration:
+        if n_ready > 1 and rng.random() < self.exploration:
             position = int(rng.choice(np.flatnonzero(ready)))
             return Pick(
                 position,
@@ -154,14 +155,13 @@ class LearnPolicy(Policy):
         if pick is not None:
             return pick
 
-        pool = ready if ready.any() else candidates
-        topic_mastered = per_position(index, mastered)
-        open_pool = pool & ~topic_mastered
-        if open_pool.any():
-            position = _first(open_pool)
+        pool = ready if n_ready else candidates
+        open_pool = pool & per_position(index, ~mastered)
+        position = _first(open_pool)
+        if open_pool[position]:  # (the first open position: there is one)
             topic = int(index.item_topic[position])
             in_topic = in_topic_of(index, topic, open_pool)
-            return self._in_topic(view, in_topic, topic, ready_is_known=bool(ready.any()), needs=requires(topic))
+            return self._in_topic(view, in_topic, topic, ready_is_known=n_ready > 0, needs=requires(topic))
         # every reachable topic is mastered: practise the weakest
         positions = np.flatnonzero(pool)
         position = int(positions[np.argmin(view.p_correct[positions] + 0.01 * view.attempts_at(positions))])
@@ -178,14 +178,16 @@ class LearnPolicy(Policy):
         index = view.index
         name = index.topic_ids[topic]
         exercises = in_topic & exercise_positions(index)
+        first = _first(exercises)
+        has_exercises = bool(exercises[first])
         if self.theory_first and view.topic_attempts[topic] == 0:
             # theory the catalog places before the topic's first exercise opens the topic
-            first_exercise = _first(exercises) if exercises.any() else index.n_items
+            first_exercise = first if has_exercises else index.n_items
             leading = np.flatnonzero(in_topic[:first_exercise] & index.is_theory[:first_exercise])
             unread = leading[(view.viewed_at(leading) < 1.0) & (view.attempts_at(leading) == 0)]
             if unread.size:
                 return Pick(int(unread[0]), "content_progression", f"starting topic '{name}' with its theory")
-        pool = exercises if exercises.any() else in_topic
+        pool = exercises if has_exercises else in_topic
         position = _closest(view, pool, self.target_success)
         if not ready_is_known:
             why = "no topic with mastered prerequisites is left in the filter"
@@ -218,9 +220,9 @@ class LearnPolicy(Policy):
         topic = int(index.item_topic[failed])
         same_topic = in_topic_of(index, topic, candidates) & exercise_positions(index)
         same_topic[failed] = False
-        if not same_topic.any():
-            return None
         in_topic = np.flatnonzero(same_topic)
+        if not in_topic.size:
+            return None
         easier = in_topic[view.p_correct[in_topic] >= view.p_correct[failed]]
         pool = easier if len(easier) else in_topic
         position = int(pool[np.argmin(np.abs(view.p_correct[pool] - self.target_success))])
