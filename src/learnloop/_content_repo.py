@@ -48,6 +48,10 @@ def _filter_key(flt: Filter | None) -> str:
     return "" if flt is None else json.dumps(flt.model_dump(exclude_none=True), sort_keys=True)
 
 
+#: filter keys remembered by the filter's identity (a filter is a frozen model: its key never changes)
+_FILTER_KEYS = 1024
+
+
 class ContentRepository:
     """Items, annotations and catalogs of every application in one store, with their caches."""
 
@@ -60,6 +64,8 @@ class ContentRepository:
         self._indexes: dict[tuple[str, str], tuple[int, CatalogIndex]] = {}
         self._models: dict[tuple[str, str], tuple[Any, int, CatalogModel]] = {}
         self._masks: LRUCache[tuple[str, str, str, str], BoolArray] = LRUCache(max_items=1024)
+        # id(filter) -> (the filter, its key in _masks)
+        self._filter_keys: dict[int, tuple[Filter, str]] = {}
         # (app, catalog_id) -> (the catalog model it was read for, the stored answer echo or None)
         self._echoes: dict[tuple[str, str], tuple[CatalogModel, Echo | None]] = {}
 
@@ -259,8 +265,20 @@ class ContentRepository:
             self.store.put_many("meta", app, [((f"learner_options:{catalog_id}",), {"options": stored})])
             self.bump_version(app)
 
+    def _filter_key(self, flt: Filter | None) -> str:
+        """:func:`_filter_key`, remembered for the filter object (a session passes the same one each step)."""
+        if flt is None:
+            return ""
+        found = self._filter_keys.get(id(flt))
+        if found is None or found[0] is not flt:
+            found = (flt, _filter_key(flt))
+            if len(self._filter_keys) >= _FILTER_KEYS:
+                self._filter_keys.clear()
+            self._filter_keys[id(flt)] = found
+        return found[1]
+
     def mask(self, app: str, model: CatalogModel, flt: Filter | None) -> BoolArray:
-        key = (app, model.index.catalog_id, model.fingerprint, _filter_key(flt))
+        key = (app, model.index.catalog_id, model.fingerprint, self._filter_key(flt))
         mask = self._masks.get(key)
         if mask is None:
             mask = compile_filter(model.index, flt)

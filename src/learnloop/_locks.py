@@ -123,6 +123,10 @@ class LearnerLocks:
     @contextmanager
     def hold(self, keys: Iterable[tuple[str, ...]]) -> Iterator[None]:
         stripes = sorted({self._stripe(k) for k in keys})
+        if len(stripes) == 1:  # one learner (a session's step): its lock alone
+            with self._locks[stripes[0]]:
+                yield
+            return
         with ExitStack() as stack:
             for s in stripes:
                 stack.enter_context(self._locks[s])

@@ -44,7 +44,7 @@ from learnloop.recommend.step import session_step
 from learnloop.store import Store
 from learnloop.store.base import json_doc
 
-__all__ = ["Sessions"]
+__all__ = ["Sessions", "seeded_rng"]
 
 
 class Sessions:
@@ -114,7 +114,7 @@ class Sessions:
         view = self.learners.view(model, entry, self.learners.predictions(app, user_id, model, entry))
         seed = self.seed if self.seed is not None else 0
         user_key = learner_key(app, user_id, catalog_id)
-        rng = np.random.default_rng((seed, user_key, entry.state.n_events))
+        rng = seeded_rng(seed, user_key, entry.state.n_events)
         # the pure session step, over a session that lives for this call only
         session = SessionState(
             session_id="",
@@ -202,10 +202,10 @@ class Sessions:
         """The session's random stream: with a seed, a function of the seed and the
         learner's position (user, catalog, events so far, recommendations so far)."""
         if self.seed is None:
-            return np.random.default_rng((int(session.session_id, 16), session.recommendation_count))
+            return seeded_rng(int(session.session_id, 16), session.recommendation_count)
         spec = session.spec
-        return np.random.default_rng(
-            (self.seed, learner_key(app, spec.user_id, spec.catalog_id), n_events, session.recommendation_count)
+        return seeded_rng(
+            self.seed, learner_key(app, spec.user_id, spec.catalog_id), n_events, session.recommendation_count
         )
 
     def adaptive_step(self, session_context: str, events: ContextEvents = (), *, app: str = "default") -> AdaptiveStep:
@@ -293,6 +293,8 @@ class Sessions:
         mask of the previous step is extended with the items added since."""
         key = (app, session.session_id)
         assessed = session.assessed
+        if not assessed:  # (every learn and review step) one read-only mask of nothing per catalog
+            return index.derived("sessions.none_administered", _nothing_administered)
         found = self._administered.get(key)
         if found is not None and found[0] is index and found[1] <= len(assessed):
             done = found[1]
@@ -336,6 +338,12 @@ class Sessions:
         ), session
 
 
+def _nothing_administered(index: CatalogIndex) -> BoolArray:
+    mask = np.zeros(index.n_items, dtype=bool)
+    mask.flags.writeable = False
+    return mask
+
+
 def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionState:
     if not item_ids:
         return session
@@ -347,3 +355,26 @@ def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionSta
 def learner_key(app: str, user_id: str, catalog_id: str) -> int:
     """A stable 64-bit number of a learner, for seeding (the same in every process)."""
     return int.from_bytes(hashlib.sha256(f"{app}\x1f{user_id}\x1f{catalog_id}".encode()).digest()[:8], "big")
+
+
+_WORD = 0xFFFFFFFF
+
+
+def seeded_rng(*values: int) -> np.random.Generator:
+    """``np.random.default_rng(values)``: the same generator, made in about half the time.
+
+    The seed sequence is given its entropy as the 32-bit words ``default_rng``
+    splits the values into (each value least significant word first, 0 as one
+    word), so that it skips the conversion of a tuple of Python integers; any
+    value that is not a non-negative ``int`` takes the ordinary path.
+    """
+    words: list[int] = []
+    for value in values:
+        if value.__class__ is not int or value < 0:
+            return np.random.default_rng(values)
+        words.append(value & _WORD)
+        value >>= 32
+        while value:
+            words.append(value & _WORD)
+            value >>= 32
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(np.array(words, dtype=np.uint32))))

@@ -38,3 +38,20 @@ def test_many_tokens_keep_verifying_past_what_is_remembered() -> None:
     tokens = [signer.sign("a", "r", {"n": k}) for k in range(5000)]
     assert [signer.verify(t, app="a", kind="r")["n"] for t in tokens] == list(range(5000))
     assert signer.verify(tokens[0], app="a", kind="r") == {"n": 0}
+
+
+def test_a_token_remembered_when_signed_verifies_to_what_its_text_decodes_to() -> None:
+    signer = ContextSigner(b"secret")
+    payload = {"t": "topic é", "s": "x", "n": 2**70, "i": "item", "b": True, "z": None}
+    token = signer.sign("a", "r", payload)
+    payload["s"] = "changed after signing"
+    remembered = signer.verify(token, app="a", kind="r")
+    decoded = ContextSigner(b"secret").verify(token, app="a", kind="r")  # a signer that remembers nothing
+    assert remembered == decoded and list(remembered) == list(decoded)
+    assert decoded["s"] == "x"
+
+
+def test_a_payload_that_json_would_change_is_not_remembered_when_signed() -> None:
+    signer = ContextSigner(b"secret")
+    token = signer.sign("a", "r", {"x": 0.5, "l": (1, 2)})
+    assert signer.verify(token, app="a", kind="r") == {"x": 0.5, "l": [1, 2]}

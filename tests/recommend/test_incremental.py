@@ -119,6 +119,8 @@ def test_views_read_off_the_items_met_equal_views_over_every_item(drawn, seed: i
         carried = model.predictions(state, carried)
         fast, full = _view(index, model, state, carried), _view(index, model, state, None)
         assert np.array_equal(fast.topic_attempts, full.topic_attempts)
+        for mask in (rng.random(index.n_items) < 0.5, np.ones(index.n_items, dtype=bool)):
+            assert fast.attempted_count(mask) == full.attempted_count(mask)
         assert np.array_equal(fast.topic_skill, full.topic_skill, equal_nan=True)
         for streak in (0, 1, 2):
             assert np.array_equal(fast.streaks(length=streak), full.streaks(length=streak))

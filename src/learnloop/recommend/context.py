@@ -16,8 +16,11 @@ from learnloop.errors import ContextError
 
 __all__ = ["ContextSigner"]
 
-#: verified tokens remembered (their payloads, flat dicts, copied in and out)
+#: verified or signed tokens remembered (their payloads, flat dicts, copied in and out)
 _REMEMBERED = 4096
+#: payload value types that come back from JSON as they went in (a payload of such values is
+#: remembered when signed); floats are not among them (NaN and infinities are not JSON)
+_AS_DECODED = (str, int, bool, type(None))
 
 
 def _b64(raw: bytes) -> str:
@@ -57,7 +60,17 @@ class ContextSigner:
     def sign(self, app: str, kind: str, payload: dict[str, Any]) -> str:
         body = json.dumps({"a": app, "k": kind, "p": payload}, separators=(",", ":"), sort_keys=True).encode()
         encoded = _b64(body)
-        return f"{encoded}.{self._mac(encoded.encode())}"
+        token = f"{encoded}.{self._mac(encoded.encode())}"
+        if all(k.__class__ is str and v.__class__ in _AS_DECODED for k, v in payload.items()):
+            # what verify() would decode is the payload itself, its keys sorted: remember it
+            # (a recommendation's context comes back with the next step)
+            self._remember(token, app, kind, dict(sorted(payload.items())))
+        return token
+
+    def _remember(self, token: str, app: str, kind: str, payload: dict[str, Any]) -> None:
+        if len(self._verified) >= _REMEMBERED:
+            self._verified.clear()
+        self._verified[(token, app, kind)] = dict(payload)
 
     def verify(self, token: str, *, app: str, kind: str) -> dict[str, Any]:
         """The payload of ``token``; :class:`ContextError` when malformed, forged, foreign or of another kind.
@@ -75,9 +88,7 @@ class ContextSigner:
             if known is not None:
                 return dict(known)
         payload = self._verify(token, app=app, kind=kind)
-        if len(self._verified) >= _REMEMBERED:
-            self._verified.clear()
-        self._verified[(token, app, kind)] = dict(payload)
+        self._remember(token, app, kind, payload)
         return payload
 
     def _verify(self, token: str, *, app: str, kind: str) -> dict[str, Any]:

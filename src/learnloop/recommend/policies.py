@@ -22,7 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop._types import BoolArray
-from learnloop.recommend.view import LearnerView, catalog_topics, in_topic_of, per_position, ready_topics
+from learnloop.recommend.view import (
+    LearnerView,
+    catalog_topics,
+    exercise_positions,
+    in_topic_of,
+    per_position,
+    ready_topics,
+)
 
 __all__ = ["AssessPolicy", "LearnPolicy", "Pick", "Policy", "ReviewPolicy", "policy_for"]
 
@@ -51,7 +58,7 @@ def _closest(view: LearnerView, mask: BoolArray, target: float) -> int:
     """Among ``mask``, the item whose predicted success is nearest ``target``
     (fewer attempts first on ties, then catalog order)."""
     positions = np.flatnonzero(mask)
-    distance = np.abs(view.p_correct[positions] - target) + 0.02 * np.minimum(view.attempts[positions], 5)
+    distance = np.abs(view.p_correct[positions] - target) + 0.02 * np.minimum(view.attempts_at(positions), 5)
     return int(positions[np.argmin(distance)])
 
 
@@ -124,9 +131,10 @@ class LearnPolicy(Policy):
         requires = catalog_topics(index).requires
         ready_topic = ready_topics(index, mastered)
         ready = candidates & per_position(index, ready_topic)
+        n_ready = int(np.count_nonzero(ready))
 
         # a little seeded exploration among ready content
-        if np.count_nonzero(ready) > 1 and rng.random() < self.exploration:
+        if n_ready > 1 and rng.random() < self.exploration:
             position = int(rng.choice(np.flatnonzero(ready)))
             return Pick(
                 position,
@@ -147,17 +155,16 @@ class LearnPolicy(Policy):
         if pick is not None:
             return pick
 
-        pool = ready if ready.any() else candidates
-        topic_mastered = per_position(index, mastered)
-        open_pool = pool & ~topic_mastered
-        if open_pool.any():
-            position = _first(open_pool)
+        pool = ready if n_ready else candidates
+        open_pool = pool & per_position(index, ~mastered)
+        position = _first(open_pool)
+        if open_pool[position]:  # (the first open position: there is one)
             topic = int(index.item_topic[position])
             in_topic = in_topic_of(index, topic, open_pool)
-            return self._in_topic(view, in_topic, topic, ready_is_known=bool(ready.any()), needs=requires(topic))
+            return self._in_topic(view, in_topic, topic, ready_is_known=n_ready > 0, needs=requires(topic))
         # every reachable topic is mastered: practise the weakest
         positions = np.flatnonzero(pool)
-        position = int(positions[np.argmin(view.p_correct[positions] + 0.01 * view.attempts[positions])])
+        position = int(positions[np.argmin(view.p_correct[positions] + 0.01 * view.attempts_at(positions))])
         return Pick(
             position,
             "predicted_knowledge_gap",
@@ -170,15 +177,17 @@ class LearnPolicy(Policy):
     ) -> Pick:
         index = view.index
         name = index.topic_ids[topic]
-        exercises = in_topic & ~index.is_theory
+        exercises = in_topic & exercise_positions(index)
+        first = _first(exercises)
+        has_exercises = bool(exercises[first])
         if self.theory_first and view.topic_attempts[topic] == 0:
             # theory the catalog places before the topic's first exercise opens the topic
-            first_exercise = _first(exercises) if exercises.any() else index.n_items
+            first_exercise = first if has_exercises else index.n_items
             leading = np.flatnonzero(in_topic[:first_exercise] & index.is_theory[:first_exercise])
-            unread = leading[(view.viewed[leading] < 1.0) & (view.attempts[leading] == 0)]
+            unread = leading[(view.viewed_at(leading) < 1.0) & (view.attempts_at(leading) == 0)]
             if unread.size:
                 return Pick(int(unread[0]), "content_progression", f"starting topic '{name}' with its theory")
-        pool = exercises if exercises.any() else in_topic
+        pool = exercises if has_exercises else in_topic
         position = _closest(view, pool, self.target_success)
         if not ready_is_known:
             why = "no topic with mastered prerequisites is left in the filter"
@@ -200,7 +209,8 @@ class LearnPolicy(Policy):
             positions = index.item_positions.get(theory_id)
             if positions is None:
                 continue
-            open_theory = [int(p) for p in positions if candidates[p] and view.viewed[p] < 1.0]
+            viewed = view.viewed_at(positions)
+            open_theory = [int(p) for p, v in zip(positions, viewed, strict=True) if candidates[p] and v < 1.0]
             if open_theory:
                 return Pick(
                     open_theory[0],
@@ -208,11 +218,11 @@ class LearnPolicy(Policy):
                     f"item '{failed_id}' was answered incorrectly; its theory '{theory_id}' explains it",
                 )
         topic = int(index.item_topic[failed])
-        same_topic = in_topic_of(index, topic, candidates) & ~index.is_theory
+        same_topic = in_topic_of(index, topic, candidates) & exercise_positions(index)
         same_topic[failed] = False
-        if not same_topic.any():
-            return None
         in_topic = np.flatnonzero(same_topic)
+        if not in_topic.size:
+            return None
         easier = in_topic[view.p_correct[in_topic] >= view.p_correct[failed]]
         pool = easier if len(easier) else in_topic
         position = int(pool[np.argmin(np.abs(view.p_correct[pool] - self.target_success))])
@@ -227,7 +237,9 @@ class LearnPolicy(Policy):
         index = view.index
         with np.errstate(invalid="ignore"):
             due = mastered & (view.recall < self.retention_threshold)
-        due_items = candidates & per_position(index, due) & ~index.is_theory
+        if not due.any():  # no topic is due: no item is
+            return None
+        due_items = candidates & per_position(index, due) & exercise_positions(index)
         if not due_items.any():
             return None
         positions = np.flatnonzero(due_items)
@@ -267,8 +279,8 @@ class ReviewPolicy(Policy):
         index = view.index
         candidates = _without(eligible, previous)
         practised_topic = view.topic_attempts > 0
-        covered = candidates & per_position(index, practised_topic) & ~index.is_theory
-        attempted = int(np.count_nonzero((view.attempts > 0) & eligible))
+        covered = candidates & per_position(index, practised_topic) & exercise_positions(index)
+        attempted = view.attempted_count(eligible)
         if attempted < self.min_coverage or not covered.any():
             pool = candidates & index.scorable
             pool = pool if pool.any() else candidates
@@ -285,7 +297,7 @@ class ReviewPolicy(Policy):
         recall = np.where(np.isnan(recall), 1.0, recall)
         skill = view.p_correct[positions]
         gap = 1.0 - skill * recall
-        best = int(np.argmax(gap - 0.001 * view.attempts[positions]))
+        best = int(np.argmax(gap - 0.001 * view.attempts_at(positions)))
         position = int(positions[best])
         topic = _topic_name(view, position)
         if 1.0 - recall[best] > 1.0 - skill[best]:

@@ -16,6 +16,7 @@ __all__ = [
     "LearnerView",
     "TopicExercises",
     "catalog_topics",
+    "exercise_positions",
     "in_topic_of",
     "per_position",
     "ready_topics",
@@ -62,6 +63,17 @@ def per_position(index: CatalogIndex, values: np.ndarray) -> np.ndarray:
     if runs.identity:  # positions run topic by topic: repeating is a fraction of the cost of a gather
         return np.repeat(values, runs.counts)
     return values[index.item_topic]
+
+
+def exercise_positions(index: CatalogIndex) -> BoolArray:
+    """``~index.is_theory``, made once and kept on the index (read-only)."""
+    return index.derived("recommend.exercises", _exercises)
+
+
+def _exercises(index: CatalogIndex) -> BoolArray:
+    out = ~index.is_theory
+    out.setflags(write=False)
+    return out
 
 
 def in_topic_of(index: CatalogIndex, topic: int, mask: BoolArray) -> BoolArray:
@@ -267,6 +279,37 @@ class LearnerView:
         """Last interaction per position (epoch seconds, NaN: none; None: not known)."""
         return self._array("last_seen")
 
+    def attempts_at(self, positions: IntArray) -> IntArray:
+        """``attempts[positions]``; read off the items met while the dense array is not made."""
+        return self._at("attempts", positions)
+
+    def viewed_at(self, positions: IntArray) -> FloatArray:
+        """``viewed[positions]``; read off the items met while the dense array is not made."""
+        return self._at("viewed", positions)
+
+    def _at(self, name: str, positions: IntArray) -> np.ndarray:
+        state = self.state
+        where = np.asarray(positions, dtype=np.intp)
+        if self._given[name] is not None or state is None or 16 * where.size > self.index.n_items:
+            found = self._array(name)  # (many positions: the dense array is made, and kept for the step)
+            assert found is not None
+            return found[positions]
+        # the dense array's values at ``positions``: the row of each item met, else a blank row's (0)
+        out = np.zeros(where.shape)
+        touched = state.touched
+        if touched.size and where.size:
+            slot = np.minimum(np.searchsorted(touched, where), touched.size - 1)
+            hit = touched[slot] == where
+            out[hit] = (state.met_attempts if name == "attempts" else state.met_fraction)[slot[hit]]
+        return out.astype(np.int64) if name == "attempts" else out
+
+    def attempted_count(self, mask: BoolArray) -> int:
+        """How many positions of ``mask`` were attempted at least once."""
+        state = self.state
+        if self._given["attempts"] is not None or state is None:
+            return int(np.count_nonzero((self.attempts > 0) & mask))
+        return int(np.count_nonzero((state.met_attempts > 0) & mask[state.touched]))
+
     @cached_property
     def information(self) -> FloatArray:
         """Fisher information of each item, ``a**2 p (1 - p)``."""
@@ -275,6 +318,9 @@ class LearnerView:
 
     def information_at(self, positions: IntArray | int) -> FloatArray:
         """:attr:`information` at some positions only."""
+        if np.ndim(positions) == 1 and 4 * len(positions) > self.p_correct.size:  # type: ignore[arg-type]
+            # many positions (an assessment's pool): the whole array once, then gathered (same values)
+            return self.information[positions]
         p = self.p_correct[positions]
         a = self.discrimination if np.ndim(self.discrimination) == 0 else np.asarray(self.discrimination)[positions]
         a = np.asarray(a, dtype=np.float64)

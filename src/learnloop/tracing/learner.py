@@ -206,9 +206,9 @@ class LearnerModel:
         """Apply events in the given order; the per-item rows copied are only those of the
         items the learner met (and the new ones), not the whole catalog."""
         events = list(events)
-        ability = np.array(state.ability)
+        ability = state._ability_table()
         momentum = state.momentum.tolist()
-        memory = np.array(state.memory)
+        memory = state._memory_table()
         n = state.n_items
         positions = [e.item for e in events if isinstance(e.item, (int, np.integer)) and 0 <= e.item < n]
         touched, rows, sig, slots = _with_rows(state, positions)

@@ -132,9 +132,12 @@ class Predictions:
         if where.size > _FULL_SHARE * self.p.size:
             return Predictions.compute(self.items, self.runs, mean, sd)
         items = self.items
-        topic = items.topic[where]
+        # ``where`` runs topic after topic: each item's belief is its topic's, repeated over the run
+        # (what ``mean[items.topic[where]]`` gathers, at a fraction of the cost)
+        lengths = self.runs.counts[changed]
+        var = np.repeat(sd[changed] ** 2, lengths)
         p = self.p.copy()
-        p[where] = expected_p_correct(mean[topic], sd[topic] ** 2, items.b[where], items.a[where])
+        p[where] = expected_p_correct(np.repeat(mean[changed], lengths), var, items.b[where], items.a[where])
         p.setflags(write=False)
         # only one step of history is kept, so that a chain of states is not held in memory
         return Predictions(items, self.runs, mean, sd, p, base=self._detached(), changed=changed, where=where)

@@ -24,10 +24,15 @@ _BLANK = (0.0, 0.0, math.nan, 0.0, 0.0, math.nan)
 _MEMORY_BLANK = (math.nan, math.nan, math.nan, 0.0, 0.0)
 
 
+_MEMORY_BLANK_ROW = np.array(_MEMORY_BLANK)
+_MEMORY_BLANK_NAN = np.isnan(_MEMORY_BLANK_ROW)
+_MEMORY_BLANK_ROW.setflags(write=False)
+_MEMORY_BLANK_NAN.setflags(write=False)
+
+
 def _blank_memory(memory: FloatArray) -> np.ndarray:
     """Rows of a memory table equal to a never-reviewed topic's."""
-    blank = np.asarray(_MEMORY_BLANK)
-    same = (memory == blank) | (np.isnan(memory) & np.isnan(blank))
+    same = (memory == _MEMORY_BLANK_ROW) | (np.isnan(memory) & _MEMORY_BLANK_NAN)
     return np.asarray(same.all(axis=1))
 
 
@@ -119,19 +124,27 @@ class LearnerState:
     @property
     def ability(self) -> FloatArray:
         """The dense (T + 1, 3) ability table (made at each access: keep it in a variable)."""
+        return _frozen(self._ability_table())
+
+    def _ability_table(self) -> FloatArray:
+        """:attr:`ability` as a new writable array (for an update to work on)."""
         out = np.empty((self.n_topics + 1, 3))
         out[:-1] = self.ability_blank
         out[self.ability_topics] = self.ability_rows
         out[-1] = self.overall_row
-        return _frozen(out)
+        return out
 
     @property
     def memory(self) -> FloatArray:
         """The dense (T, 5) memory table (made at each access: keep it in a variable)."""
+        return _frozen(self._memory_table())
+
+    def _memory_table(self) -> FloatArray:
+        """:attr:`memory` as a new writable array (for an update to work on)."""
         out = np.empty((self.n_topics, 5))
         out[:] = _MEMORY_BLANK
         out[self.memory_topics] = self.memory_rows
-        return _frozen(out)
+        return out
 
     def compact(self) -> LearnerState:
         """Drop the dense per-item arrays made on demand (before the state is kept for long)."""
