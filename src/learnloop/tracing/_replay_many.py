@@ -144,18 +144,24 @@ def _belief(tables: ReplayTables, block: _Block, rows: IntArray) -> tuple[FloatA
     return block.mean[row], block.var[row] + tables.model.topic_var * level
 
 
+def _novelty(
+    block: _Block, lo: int, hi: int, own: IntArray, m: FloatArray, b: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """The mean to predict from and the difficulty to update with: a topic without evidence yet is
+    ``novelty`` harder, which lowers the prediction and shifts the update's difficulty alike."""
+    if block.novelty is None:
+        return m, b
+    shift = block.novelty[lo:hi] * ~block.has[own]
+    return m - shift, b + shift
+
+
 def _nested_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_active: int) -> FloatArray:
     model = tables.model
     t, b, a, s = block.topic[lo:hi], block.b[lo:hi], block.a[lo:hi], block.score[lo:hi]
     base = block.base[:n_active]
     own = base + t
     m, v = _belief(tables, block, base[:, None] + tables.chains[t])
-    if block.novelty is not None:
-        shift = block.novelty[lo:hi] * ~block.has[own]
-        m = m - shift
-        b_up = b + shift
-    else:
-        b_up = b
+    m, b_up = _novelty(block, lo, hi, own, m, b)
     p = expit(a * (m - b) / np.sqrt(1.0 + block.a2c[lo:hi] * v))
     targets = tables.target[t]
     nodes = base[:, None] + targets
@@ -187,13 +193,8 @@ def _additive_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_acti
     cm = block.mean[rows] * valid
     raw_v = block.var[rows] * valid
     total_m = cm.sum(axis=1)
-    m, v = total_m, raw_v.sum(axis=1)
-    if block.novelty is not None:
-        shift = block.novelty[lo:hi] * ~block.has[own]
-        m = m - shift
-        b_up = b + shift
-    else:
-        b_up = b
+    v = raw_v.sum(axis=1)
+    m, b_up = _novelty(block, lo, hi, own, total_m, b)
     fast = q > 0.0
     if fast:
         mom_m, mom_v = block.mom_m[:n_active], block.mom_v[:n_active]
