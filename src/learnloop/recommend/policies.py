@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from learnloop._types import BoolArray
+from learnloop._types import BoolArray, IntArray
+from learnloop.recommend.candidates import Candidates, without
 from learnloop.recommend.view import (
     LearnerView,
     catalog_topics,
     exercise_positions,
-    in_topic_of,
     per_position,
     ready_topics,
 )
@@ -41,23 +41,12 @@ class Pick:
     description: str
 
 
-def _first(mask: BoolArray) -> int:
-    return int(np.argmax(mask))
+_without = without  # (the name the baselines import)
 
 
-def _without(mask: BoolArray, position: int | None) -> BoolArray:
-    """``mask`` without ``position``, unless that would leave nothing."""
-    if position is None or not mask[position] or np.count_nonzero(mask) <= 1:
-        return mask
-    out = mask.copy()
-    out[position] = False
-    return out
-
-
-def _closest(view: LearnerView, mask: BoolArray, target: float) -> int:
-    """Among ``mask``, the item whose predicted success is nearest ``target``
-    (fewer attempts first on ties, then catalog order)."""
-    positions = np.flatnonzero(mask)
+def _closest(view: LearnerView, positions: IntArray, target: float) -> int:
+    """Among ``positions`` (in catalog order), the item whose predicted success is nearest
+    ``target`` (fewer attempts first on ties, then catalog order)."""
     distance = np.abs(view.p_correct[positions] - target) + 0.02 * np.minimum(view.attempts_at(positions), 5)
     return int(positions[np.argmin(distance)])
 
@@ -126,15 +115,16 @@ class LearnPolicy(Policy):
         if not eligible.any():
             return None
         index = view.index
-        candidates = _without(eligible, previous)
+        # topic by topic: which topics are ready and open, and how many candidates each holds
+        candidates = Candidates(index, eligible, previous)
         mastered = view.mastered(threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak)
         requires = catalog_topics(index).requires
         ready_topic = ready_topics(index, mastered)
-        ready = candidates & per_position(index, ready_topic)
-        n_ready = int(np.count_nonzero(ready))
+        n_ready = int(np.dot(candidates.count, ready_topic))
 
         # a little seeded exploration among ready content
         if n_ready > 1 and rng.random() < self.exploration:
+            ready = candidates.mask() & per_position(index, ready_topic)
             position = int(rng.choice(np.flatnonzero(ready)))
             return Pick(
                 position,
@@ -155,14 +145,18 @@ class LearnPolicy(Policy):
         if pick is not None:
             return pick
 
-        pool = ready if n_ready else candidates
-        open_pool = pool & per_position(index, ~mastered)
-        position = _first(open_pool)
-        if open_pool[position]:  # (the first open position: there is one)
-            topic = int(index.item_topic[position])
-            in_topic = in_topic_of(index, topic, open_pool)
+        # the open topic (not mastered, ready if any is) holding the first open candidate
+        open_topic = (candidates.count > 0) & ~mastered
+        if n_ready:
+            open_topic &= ready_topic
+        topic = int(np.argmin(np.where(open_topic, candidates.first, index.n_items)))
+        if open_topic[topic]:
+            in_topic = candidates.in_topic(topic)
             return self._in_topic(view, in_topic, topic, ready_is_known=n_ready > 0, needs=requires(topic))
         # every reachable topic is mastered: practise the weakest
+        pool = candidates.mask()
+        if n_ready:
+            pool = pool & per_position(index, ready_topic)
         positions = np.flatnonzero(pool)
         position = int(positions[np.argmin(view.p_correct[positions] + 0.01 * view.attempts_at(positions))])
         return Pick(
@@ -173,17 +167,17 @@ class LearnPolicy(Policy):
         )
 
     def _in_topic(
-        self, view: LearnerView, in_topic: BoolArray, topic: int, *, ready_is_known: bool, needs: np.ndarray
+        self, view: LearnerView, in_topic: IntArray, topic: int, *, ready_is_known: bool, needs: np.ndarray
     ) -> Pick:
+        """The pick among ``in_topic``, the candidate positions of ``topic`` (in catalog order)."""
         index = view.index
         name = index.topic_ids[topic]
-        exercises = in_topic & exercise_positions(index)
-        first = _first(exercises)
-        has_exercises = bool(exercises[first])
+        exercises = in_topic[exercise_positions(index)[in_topic]]
+        has_exercises = exercises.size > 0
         if self.theory_first and view.topic_attempts[topic] == 0:
             # theory the catalog places before the topic's first exercise opens the topic
-            first_exercise = first if has_exercises else index.n_items
-            leading = np.flatnonzero(in_topic[:first_exercise] & index.is_theory[:first_exercise])
+            first_exercise = exercises[0] if has_exercises else index.n_items
+            leading = in_topic[(in_topic < first_exercise) & index.is_theory[in_topic]]
             unread = leading[(view.viewed_at(leading) < 1.0) & (view.attempts_at(leading) == 0)]
             if unread.size:
                 return Pick(int(unread[0]), "content_progression", f"starting topic '{name}' with its theory")
@@ -202,7 +196,7 @@ class LearnPolicy(Policy):
             f"near the target {self.target_success:.2f}",
         )
 
-    def _after_failure(self, view: LearnerView, candidates: BoolArray, failed: int) -> Pick | None:
+    def _after_failure(self, view: LearnerView, candidates: Candidates, failed: int) -> Pick | None:
         index = view.index
         failed_id = index.item_ids[failed]
         for theory_id in index.theory_refs.get(failed_id, ()):
@@ -210,7 +204,7 @@ class LearnPolicy(Policy):
             if positions is None:
                 continue
             viewed = view.viewed_at(positions)
-            open_theory = [int(p) for p, v in zip(positions, viewed, strict=True) if candidates[p] and v < 1.0]
+            open_theory = [int(p) for p, v in zip(positions, viewed, strict=True) if int(p) in candidates and v < 1.0]
             if open_theory:
                 return Pick(
                     open_theory[0],
@@ -218,9 +212,8 @@ class LearnPolicy(Policy):
                     f"item '{failed_id}' was answered incorrectly; its theory '{theory_id}' explains it",
                 )
         topic = int(index.item_topic[failed])
-        same_topic = in_topic_of(index, topic, candidates) & exercise_positions(index)
-        same_topic[failed] = False
-        in_topic = np.flatnonzero(same_topic)
+        in_topic = candidates.in_topic(topic)
+        in_topic = in_topic[exercise_positions(index)[in_topic] & (in_topic != failed)]
         if not in_topic.size:
             return None
         easier = in_topic[view.p_correct[in_topic] >= view.p_correct[failed]]
@@ -233,20 +226,20 @@ class LearnPolicy(Policy):
             f"'{index.topic_ids[topic]}' again at predicted success {view.p_correct[position]:.2f}",
         )
 
-    def _retention(self, view: LearnerView, candidates: BoolArray, mastered: BoolArray) -> Pick | None:
+    def _retention(self, view: LearnerView, candidates: Candidates, mastered: BoolArray) -> Pick | None:
         index = view.index
-        with np.errstate(invalid="ignore"):
-            due = mastered & (view.recall < self.retention_threshold)
+        due = mastered & (view.recall < self.retention_threshold)  # (NaN, never practised: not due)
         if not due.any():  # no topic is due: no item is
             return None
-        due_items = candidates & per_position(index, due) & exercise_positions(index)
-        if not due_items.any():
+        due &= candidates.exercises > 0
+        if not due.any():
             return None
-        positions = np.flatnonzero(due_items)
-        topic_recall = view.recall[index.item_topic[positions]]
-        worst = topic_recall.min()
-        pool = positions[topic_recall == worst]
-        position = int(pool[np.argmax(view.p_correct[pool])])
+        topics = np.flatnonzero(due)
+        recall = view.recall[topics]
+        worst = recall.min()
+        positions = candidates.in_topics(topics[recall == worst])
+        positions = positions[exercise_positions(index)[positions]]
+        position = int(positions[np.argmax(view.p_correct[positions])])
         return Pick(
             position,
             "knowledge_retention",

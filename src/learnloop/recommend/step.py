@@ -11,6 +11,7 @@ exactly the same logic.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -28,16 +29,41 @@ def eligible_positions(session: SessionState, mask: BoolArray, constraint_masks:
     """Positions of ``mask`` still allowed by the session's constraints.
 
     A constraint ``max_recommendations`` of value v allows floor(v)
-    recommendations of its filter's items over the whole session.
+    recommendations of its filter's items over the whole session. Read-only
+    masks (the engine's) give a read-only result, the same object for the same
+    masks: ``mask`` itself while no constraint is used up.
     """
     constraints = session.spec.constraints or ()
     if len(constraint_masks) != len(constraints):
         raise ValueError(f"{len(constraints)} constraints but {len(constraint_masks)} masks")
+    used_up = [
+        cmask
+        for constraint, cmask, used in zip(constraints, constraint_masks, session.constraint_counts, strict=True)
+        if used + 1 > math.floor(constraint.value)
+    ]
+    fixed = not mask.flags.writeable and not any(cmask.flags.writeable for cmask in used_up)
+    if not used_up:
+        return mask if fixed else mask.copy()
+    key = (id(mask), *map(id, used_up))
+    found = _ELIGIBLE.get(key) if fixed else None
+    if found is not None and found[0] is mask and all(a is b for a, b in zip(found[1], used_up, strict=True)):
+        return found[2]
     eligible = mask.copy()
-    for constraint, cmask, used in zip(constraints, constraint_masks, session.constraint_counts, strict=True):
-        if used + 1 > math.floor(constraint.value):
-            eligible &= ~cmask
+    for cmask in used_up:
+        eligible &= ~cmask
+    if fixed:
+        eligible.setflags(write=False)
+        with _ELIGIBLE_LOCK:  # (the masks are held with it, so their ids are not reused meanwhile)
+            _ELIGIBLE[key] = (mask, tuple(used_up), eligible)
+            while len(_ELIGIBLE) > _ELIGIBLE_KEPT:
+                _ELIGIBLE.pop(next(iter(_ELIGIBLE)))
     return eligible
+
+
+#: the eligible positions of recent read-only masks with constraints used up, by the masks' ids
+_ELIGIBLE: dict[tuple[int, ...], tuple[BoolArray, tuple[BoolArray, ...], BoolArray]] = {}
+_ELIGIBLE_LOCK = threading.Lock()
+_ELIGIBLE_KEPT = 64
 
 
 def administered_positions(session: SessionState, view: LearnerView) -> BoolArray:
