@@ -24,12 +24,14 @@ from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.recommend import AssessPolicy, LearnerView, LearnPolicy, Policy, ReviewPolicy, SessionSpec, SessionState
 from learnloop.recommend.candidates import Candidates, without
 from learnloop.recommend.step import eligible_positions, session_step
+from learnloop.recommend.view import topic_exercises
 from learnloop.sim import sample_course
 from learnloop.testing.reference_policies import (
     ReferenceAssessPolicy,
     ReferenceLearnPolicy,
     ReferenceReviewPolicy,
     reference_mastered,
+    reference_topic_figures,
 )
 from learnloop.testing.strategies import content
 from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
@@ -175,6 +177,11 @@ def test_the_policies_pick_what_the_full_computation_picks(
         assert rng_ours.bit_generator.state == rng_theirs.bit_generator.state
         if eligible.flags.writeable and n > 1:
             eligible[int(rng.integers(n))] ^= True  # a writable mask may change between steps
+        figures = reference_topic_figures(theirs)
+        assert np.array_equal(ours.topic_attempts, figures[0])
+        count = topic_exercises(index).scorable_count
+        want_skill = np.where(count > 0, figures[1] / np.maximum(count, 1.0), np.nan)
+        assert np.array_equal(ours.topic_skill, want_skill, equal_nan=True)
         if isinstance(fast, LearnPolicy):
             for threshold, attempts, streak in ((fast.mastery_threshold, fast.min_attempts, fast.streak), (0.5, 1, 2)):
                 assert np.array_equal(

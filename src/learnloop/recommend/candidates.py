@@ -39,12 +39,13 @@ def without(mask: BoolArray, position: int | None) -> BoolArray:
 class MaskTopics:
     """Per topic, of the positions of a mask it owns: how many (``count``), how many are
     exercises (``exercises``) and the first (``first``, ``n_items`` when none); ``total``
-    counts the mask's positions."""
+    counts the mask's positions, ``exercise_mask`` is the mask's exercises (read-only)."""
 
     count: IntArray
     exercises: IntArray
     first: IntArray
     total: int
+    exercise_mask: BoolArray
 
 
 class _Kept:
@@ -81,9 +82,12 @@ def _count(index: CatalogIndex, mask: BoolArray) -> MaskTopics:
     exercises = np.bincount(topic, weights=exercise_positions(index)[positions], minlength=n_topics).astype(np.intp)
     first = np.full(n_topics, n_items, dtype=np.intp)
     np.minimum.at(first, topic, positions)
-    for array in (count, exercises, first):
+    exercise_mask = mask & exercise_positions(index)
+    for array in (count, exercises, first, exercise_mask):
         array.setflags(write=False)
-    return MaskTopics(count=count, exercises=exercises, first=first, total=int(positions.size))
+    return MaskTopics(
+        count=count, exercises=exercises, first=first, total=int(positions.size), exercise_mask=exercise_mask
+    )
 
 
 class Candidates:
@@ -93,7 +97,7 @@ class Candidates:
     def __init__(self, index: CatalogIndex, eligible: BoolArray, previous: int | None) -> None:
         self.index = index
         self.eligible = eligible
-        figures = mask_topics(index, eligible)
+        self.figures = figures = mask_topics(index, eligible)
         self.total = figures.total
         self.count, self.exercises, self.first = figures.count, figures.exercises, figures.first
         self.previous = previous

@@ -29,6 +29,7 @@ from learnloop.recommend.view import (
     exercise_positions,
     per_position,
     ready_topics,
+    topic_runs,
 )
 
 __all__ = ["AssessPolicy", "LearnPolicy", "Pick", "Policy", "ReviewPolicy", "policy_for"]
@@ -270,13 +271,14 @@ class ReviewPolicy(Policy):
         if not eligible.any():
             return None
         index = view.index
-        candidates = _without(eligible, previous)
+        candidates = Candidates(index, eligible, previous)
         practised_topic = view.topic_attempts > 0
-        covered = candidates & per_position(index, practised_topic) & exercise_positions(index)
+        covered_topic = practised_topic & (candidates.exercises > 0)
         attempted = view.attempted_count(eligible)
-        if attempted < self.min_coverage or not covered.any():
-            pool = candidates & index.scorable
-            pool = pool if pool.any() else candidates
+        if attempted < self.min_coverage or not covered_topic.any():
+            pool = candidates.mask()
+            scorable = pool & index.scorable
+            pool = scorable if scorable.any() else pool
             positions = np.flatnonzero(pool)
             position = int(positions[np.argmax(view.information_at(positions))])
             return Pick(
@@ -285,12 +287,20 @@ class ReviewPolicy(Policy):
                 f"coverage is thin ({attempted} items answered): item chosen for its information "
                 f"({float(view.information_at(position)):.3f}) at the current skill estimate",
             )
+        # the exercises of eligible practised topics (less the previous item)
+        covered = candidates.figures.exercise_mask & per_position(index, practised_topic)
+        if candidates.dropped is not None:
+            covered[candidates.dropped] = False
         positions = np.flatnonzero(covered)
-        recall = view.recall[index.item_topic[positions]]
-        recall = np.where(np.isnan(recall), 1.0, recall)
+        topic_recall = np.where(np.isnan(view.recall), 1.0, view.recall)
+        if topic_runs(index).identity:  # (positions run topic by topic: each topic's recall repeated)
+            recall = np.repeat(topic_recall, np.where(covered_topic, candidates.exercises, 0))
+        else:
+            recall = topic_recall[index.item_topic[positions]]
         skill = view.p_correct[positions]
-        gap = 1.0 - skill * recall
-        best = int(np.argmax(gap - 0.001 * view.attempts_at(positions)))
+        score = 1.0 - skill * recall  # the gap, less 0.001 per attempt below
+        view.less_attempts(positions, score, 0.001)
+        best = int(np.argmax(score))
         position = int(positions[best])
         topic = _topic_name(view, position)
         if 1.0 - recall[best] > 1.0 - skill[best]:

@@ -34,6 +34,8 @@ def eligible_positions(session: SessionState, mask: BoolArray, constraint_masks:
     masks: ``mask`` itself while no constraint is used up.
     """
     constraints = session.spec.constraints or ()
+    if not constraints and not constraint_masks:
+        return mask if not mask.flags.writeable else mask.copy()
     if len(constraint_masks) != len(constraints):
         raise ValueError(f"{len(constraints)} constraints but {len(constraint_masks)} masks")
     used_up = [

@@ -93,7 +93,7 @@ def subtree_totals(index: CatalogIndex, own: FloatArray) -> FloatArray:
     Topics are in pre-order, so a subtree is the range of topics from its root
     to :func:`_subtree_end`; a catalog without sub-topics returns ``own`` itself.
     """
-    end = index.derived("recommend.subtree_end", _subtree_end)
+    (end,) = index.derived("recommend.subtree_end", lambda ix: (_subtree_end(ix),))  # (None is kept too)
     if end is None:
         return own
     prefix = np.zeros((*own.shape[:-1], own.shape[-1] + 1))
@@ -303,6 +303,19 @@ class LearnerView:
             out[hit] = (state.met_attempts if name == "attempts" else state.met_fraction)[slot[hit]]
         return out.astype(np.int64) if name == "attempts" else out
 
+    def less_attempts(self, positions: IntArray, values: FloatArray, weight: float) -> None:
+        """``values -= weight * attempts_at(positions)``, in place (``positions`` increasing); with
+        the learner state, only at the items met (elsewhere the attempts are 0, and ``x - weight * 0`` is ``x``)."""
+        state = self.state
+        if state is None or self._given["attempts"] is not None or not positions.size:
+            values -= weight * self.attempts_at(positions)
+            return
+        touched = state.touched
+        slot = np.minimum(np.searchsorted(positions, touched), positions.size - 1)
+        hit = positions[slot] == touched
+        where = slot[hit]
+        values[where] = values[where] - weight * state.met_attempts[hit].astype(np.int64)
+
     def attempted_count(self, mask: BoolArray) -> int:
         """How many positions of ``mask`` were attempted at least once."""
         state = self.state
@@ -327,45 +340,52 @@ class LearnerView:
         return a * a * p * (1.0 - p)
 
     @cached_property
-    def _sums(self) -> FloatArray:
-        """Subtree sums of attempts, of scorable predicted success and of items not yet done.
-
-        Summed topic by topic over each topic's own positions, then over the
-        subtrees; attempts and items done are read off the items met when the
-        learner state is known, and the predicted success from
-        :class:`~learnloop.tracing.predictions.Predictions` carried from the
-        learner's previous state when given (the figures are the same).
-        """
+    def _met(self) -> tuple[FloatArray, FloatArray]:
+        """Per topic, over its own positions: the attempts, and the items not yet done
+        (attempted or fully viewed), read off the items met when the learner state is known."""
         index = self.index
-        runs = topic_runs(index)
         n_topics = index.n_topics
-        own = np.empty((3, n_topics))
         state = self.state
         if state is not None:
             topic = index.item_topic[state.touched]
-            attempts, done = state.met_attempts, (state.met_attempts > 0) | (state.met_fraction >= 1.0)
+            attempts = state.met_attempts
+            done = (attempts > 0) | (state.met_fraction >= 1.0)
         else:
             topic = index.item_topic
             attempts, done = self.attempts.astype(np.float64), (self.attempts > 0) | (self.viewed >= 1.0)
-        own[0] = np.bincount(topic, weights=attempts, minlength=n_topics)
-        own[2] = runs.counts - np.bincount(topic, weights=done, minlength=n_topics)
+        return (
+            np.bincount(topic, weights=attempts, minlength=n_topics),
+            topic_runs(index).counts - np.bincount(topic, weights=done, minlength=n_topics),
+        )
+
+    @cached_property
+    def topic_attempts(self) -> FloatArray:
+        """Attempts over each topic's subtree."""
+        return subtree_totals(self.index, self._met[0])
+
+    @cached_property
+    def _remaining(self) -> FloatArray:
+        """Items not yet done over each topic's subtree."""
+        return subtree_totals(self.index, self._met[1])
+
+    @cached_property
+    def _skill_sums(self) -> FloatArray:
+        """Predicted success summed over each topic's subtree's scorable items: from the
+        :class:`~learnloop.tracing.predictions.Predictions` carried from the learner's
+        previous state when given (the figures are the same)."""
+        index = self.index
         predictions = self.predictions
         if predictions is not None and predictions.p is self.p_correct:
-            own[1] = predictions.sums(predictions.items.scorable)  # (the catalog's, as the model holds it)
+            own = predictions.sums(predictions.items.scorable)  # (the catalog's, as the model holds it)
         else:
-            own[1] = topic_sums(runs, self.p_correct, index.scorable)
+            own = topic_sums(topic_runs(index), self.p_correct, index.scorable)
         return subtree_totals(index, own)
-
-    @property
-    def topic_attempts(self) -> FloatArray:
-        return self._sums[0]
 
     @cached_property
     def topic_skill(self) -> FloatArray:
         """Mean predicted success over each topic's scorable items (NaN when it has none)."""
-        count = topic_exercises(self.index).scorable_count
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(count > 0, self._sums[1] / np.maximum(count, 1.0), np.nan)
+        scorable = _scorable_topics(self.index)
+        return np.where(scorable.any, self._skill_sums / scorable.count, np.nan)
 
     def streaks(self, *, length: int, success: float = 0.8) -> BoolArray:
         """Leaf topics whose ``length`` most recently attempted items were all answered well."""
@@ -405,11 +425,12 @@ class LearnerView:
         attempted or fully viewed.
         """
         index = self.index
-        skill = self.topic_skill
-        all_done = self._sums[2] == 0
-        with np.errstate(invalid="ignore"):
-            by_skill = (skill >= threshold) & (self.topic_attempts >= min_attempts)
-        mastered = np.where(np.isnan(skill), all_done, by_skill | self.streaks(length=streak))
+        scorable = _scorable_topics(index)
+        # (a topic without scorable items compares 0 here, and takes its other figure below)
+        by_skill = (self._skill_sums / scorable.count >= threshold) & (self.topic_attempts >= min_attempts)
+        if streak > 0:
+            by_skill |= self.streaks(length=streak)
+        mastered = np.where(scorable.any, by_skill, self._remaining == 0)
         # a topic with sub-topics is mastered when every leaf below it that holds exercises is
         structure = topic_exercises(index)
         if structure.leaf_owner.size:
@@ -421,3 +442,19 @@ class LearnerView:
             has_leaves = np.bincount(structure.leaf_owner, minlength=index.n_topics) > 0
             mastered |= has_leaves & (unmet == 0)
         return mastered
+
+
+@dataclass(frozen=True, eq=False)
+class _ScorableTopics:
+    """Per topic: whether its subtree holds scorable items (``any``), and their count, at least 1 (``count``)."""
+
+    any: BoolArray
+    count: FloatArray
+
+
+def _scorable_topics(index: CatalogIndex) -> _ScorableTopics:
+    def make(ix: CatalogIndex) -> _ScorableTopics:
+        count = topic_exercises(ix).scorable_count
+        return _ScorableTopics(any=count > 0, count=np.maximum(count, 1.0))
+
+    return index.derived("recommend.scorable_topics", make)

@@ -4,7 +4,8 @@
 :class:`ReferenceAssessPolicy` select exactly as the policies of
 :mod:`learnloop.recommend.policies` did before their selection was read topic by
 topic: every figure is a mask over all positions, and mastery is computed over
-every topic by :func:`reference_mastered`. Property tests check that the
+every topic by :func:`reference_mastered` (topic figures summed item by item,
+:func:`reference_topic_figures`). Property tests check that the
 policies pick exactly what these pick (position, reason, description, and the
 draws of the generator); they are not meant for production use.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from learnloop._types import BoolArray
+from learnloop._types import BoolArray, FloatArray
 from learnloop.recommend.policies import AssessPolicy, LearnPolicy, Pick, ReviewPolicy
 from learnloop.recommend.view import (
     LearnerView,
@@ -24,10 +25,19 @@ from learnloop.recommend.view import (
     in_topic_of,
     per_position,
     ready_topics,
+    subtree_totals,
     topic_exercises,
+    topic_runs,
 )
+from learnloop.tracing.predictions import topic_sums
 
-__all__ = ["ReferenceAssessPolicy", "ReferenceLearnPolicy", "ReferenceReviewPolicy", "reference_mastered"]
+__all__ = [
+    "ReferenceAssessPolicy",
+    "ReferenceLearnPolicy",
+    "ReferenceReviewPolicy",
+    "reference_mastered",
+    "reference_topic_figures",
+]
 
 
 def _first(mask: BoolArray) -> int:
@@ -127,7 +137,7 @@ class ReferenceLearnPolicy(LearnPolicy):
         exercises = in_topic & exercise_positions(index)
         first = _first(exercises)
         has_exercises = bool(exercises[first])
-        if self.theory_first and view.topic_attempts[topic] == 0:
+        if self.theory_first and reference_topic_figures(view)[0, topic] == 0:
             # theory the catalog places before the topic's first exercise opens the topic
             first_exercise = first if has_exercises else index.n_items
             leading = np.flatnonzero(in_topic[:first_exercise] & index.is_theory[:first_exercise])
@@ -219,7 +229,7 @@ class ReferenceReviewPolicy(ReviewPolicy):
             return None
         index = view.index
         candidates = _without(eligible, previous)
-        practised_topic = view.topic_attempts > 0
+        practised_topic = reference_topic_figures(view)[0] > 0
         covered = candidates & per_position(index, practised_topic) & exercise_positions(index)
         attempted = view.attempted_count(eligible)
         if attempted < self.min_coverage or not covered.any():
@@ -291,13 +301,35 @@ class ReferenceAssessPolicy(AssessPolicy):
         )
 
 
+def reference_topic_figures(view: LearnerView) -> FloatArray:
+    """Subtree sums of attempts, of scorable predicted success and of items not yet done, as rows."""
+    index = view.index
+    runs = topic_runs(index)
+    n_topics = index.n_topics
+    own = np.empty((3, n_topics))
+    state = view.state
+    if state is not None:
+        topic = index.item_topic[state.touched]
+        attempts, done = state.met_attempts, (state.met_attempts > 0) | (state.met_fraction >= 1.0)
+    else:
+        topic = index.item_topic
+        attempts, done = view.attempts.astype(np.float64), (view.attempts > 0) | (view.viewed >= 1.0)
+    own[0] = np.bincount(topic, weights=attempts, minlength=n_topics)
+    own[2] = runs.counts - np.bincount(topic, weights=done, minlength=n_topics)
+    own[1] = topic_sums(runs, view.p_correct, index.scorable)
+    return subtree_totals(index, own)
+
+
 def reference_mastered(view: LearnerView, *, threshold: float, min_attempts: int, streak: int = 0) -> BoolArray:
     """:meth:`LearnerView.mastered` as a computation over every topic's figures."""
     index = view.index
-    skill = view.topic_skill
-    all_done = view._sums[2] == 0
+    figures = reference_topic_figures(view)
+    count = topic_exercises(index).scorable_count
+    with np.errstate(invalid="ignore", divide="ignore"):
+        skill = np.where(count > 0, figures[1] / np.maximum(count, 1.0), np.nan)
+    all_done = figures[2] == 0
     with np.errstate(invalid="ignore"):
-        by_skill = (skill >= threshold) & (view.topic_attempts >= min_attempts)
+        by_skill = (skill >= threshold) & (figures[0] >= min_attempts)
     mastered = np.where(np.isnan(skill), all_done, by_skill | view.streaks(length=streak))
     structure = topic_exercises(index)
     if structure.leaf_owner.size:
