@@ -353,10 +353,10 @@ class LearnerView:
         else:
             topic = index.item_topic
             attempts, done = self.attempts.astype(np.float64), (self.attempts > 0) | (self.viewed >= 1.0)
-        return (
-            np.bincount(topic, weights=attempts, minlength=n_topics),
-            topic_runs(index).counts - np.bincount(topic, weights=done, minlength=n_topics),
-        )
+        own = np.empty((2, n_topics))
+        own[0] = np.bincount(topic, weights=attempts, minlength=n_topics)
+        own[1] = topic_runs(index).counts - np.bincount(topic, weights=done, minlength=n_topics)
+        return own[0], own[1]
 
     @cached_property
     def topic_attempts(self) -> FloatArray:
