@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.recommend import AssessPolicy, LearnerView, LearnPolicy, Policy, ReviewPolicy, SessionSpec, SessionState
-from learnloop.recommend.candidates import Candidates, without
+from learnloop.recommend.candidates import Candidates, mask_topics, without
 from learnloop.recommend.step import eligible_positions, session_step
 from learnloop.recommend.view import topic_exercises
 from learnloop.sim import sample_course
@@ -177,6 +177,8 @@ def test_the_policies_pick_what_the_full_computation_picks(
         assert rng_ours.bit_generator.state == rng_theirs.bit_generator.state
         if eligible.flags.writeable and n > 1:
             eligible[int(rng.integers(n))] ^= True  # a writable mask may change between steps
+        a, p = model.items.a, ours.p_correct
+        assert np.array_equal(ours.information, a * a * p * (1.0 - p))
         figures = reference_topic_figures(theirs)
         assert np.array_equal(ours.topic_attempts, figures[0])
         count = topic_exercises(index).scorable_count
@@ -250,6 +252,7 @@ class _Index:
 
     def __init__(self, item_topic: np.ndarray, is_theory: np.ndarray, n_topics: int) -> None:
         self.item_topic, self.is_theory, self.n_topics = item_topic, is_theory, n_topics
+        self.scorable = ~is_theory
         self.n_items = item_topic.size
         self._derived: dict[str, object] = {}
 
@@ -294,3 +297,6 @@ def test_candidates_read_per_topic_equal_the_mask_without_the_previous_position(
             assert candidates.in_topic(t).tolist() == np.flatnonzero(mine).tolist()
         topics = np.flatnonzero(candidates.count > 0)
         assert candidates.in_topics(topics).tolist() == np.flatnonzero(full).tolist()
+        figures = mask_topics(index, eligible)  # type: ignore[arg-type]
+        assert np.array_equal(figures.exercise_mask, eligible & ~index.is_theory)
+        assert np.array_equal(figures.scorable_mask, eligible & index.scorable)

@@ -39,13 +39,15 @@ def without(mask: BoolArray, position: int | None) -> BoolArray:
 class MaskTopics:
     """Per topic, of the positions of a mask it owns: how many (``count``), how many are
     exercises (``exercises``) and the first (``first``, ``n_items`` when none); ``total``
-    counts the mask's positions, ``exercise_mask`` is the mask's exercises (read-only)."""
+    counts the mask's positions; ``exercise_mask`` and ``scorable_mask`` are the mask's
+    exercises and scorable items (read-only)."""
 
     count: IntArray
     exercises: IntArray
     first: IntArray
     total: int
     exercise_mask: BoolArray
+    scorable_mask: BoolArray
 
 
 class _Kept:
@@ -83,10 +85,16 @@ def _count(index: CatalogIndex, mask: BoolArray) -> MaskTopics:
     first = np.full(n_topics, n_items, dtype=np.intp)
     np.minimum.at(first, topic, positions)
     exercise_mask = mask & exercise_positions(index)
-    for array in (count, exercises, first, exercise_mask):
+    scorable_mask = mask & index.scorable
+    for array in (count, exercises, first, exercise_mask, scorable_mask):
         array.setflags(write=False)
     return MaskTopics(
-        count=count, exercises=exercises, first=first, total=int(positions.size), exercise_mask=exercise_mask
+        count=count,
+        exercises=exercises,
+        first=first,
+        total=int(positions.size),
+        exercise_mask=exercise_mask,
+        scorable_mask=scorable_mask,
     )
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop._types import BoolArray, IntArray
-from learnloop.recommend.candidates import Candidates, without
+from learnloop.recommend.candidates import Candidates, mask_topics, without
 from learnloop.recommend.view import (
     LearnerView,
     catalog_topics,
@@ -340,13 +340,14 @@ class AssessPolicy(Policy):
     ) -> Pick | None:
         if not eligible.any():
             return None
-        index = view.index
-        pool = eligible & index.scorable
-        if administered is not None and (pool & ~administered).any():
-            pool = pool & ~administered
+        pool = mask_topics(view.index, eligible).scorable_mask
+        if administered is not None:
+            rest = pool & ~administered
+            if rest.any():
+                pool = rest
         if not pool.any():
             pool = eligible
-        pool = _without(pool, previous)
+        pool = without(pool, previous)
         positions = np.flatnonzero(pool)
         info = view.information_at(positions)
         k = min(self.top_k, len(positions))
