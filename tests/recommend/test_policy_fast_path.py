@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.recommend import AssessPolicy, LearnerView, LearnPolicy, Policy, ReviewPolicy, SessionSpec, SessionState
 from learnloop.recommend.candidates import Candidates, mask_topics, without
+from learnloop.recommend.policies import _closest
 from learnloop.recommend.step import eligible_positions, session_step
 from learnloop.recommend.view import topic_exercises
 from learnloop.sim import sample_course
@@ -33,6 +34,7 @@ from learnloop.testing.reference_policies import (
     reference_mastered,
     reference_topic_figures,
 )
+from learnloop.testing.reference_policies import _closest as reference_closest
 from learnloop.testing.strategies import content
 from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
 from learnloop.tracing.predictions import Predictions
@@ -93,7 +95,8 @@ def _model(index: CatalogIndex) -> LearnerModel:
 
 
 def _event(index: CatalogIndex, rng: np.random.Generator, k: int) -> Event:
-    position = int(rng.integers(index.n_items))
+    # (half the events on a few items, so that items gather many attempts)
+    position = int(rng.integers(index.n_items if rng.random() < 0.5 else min(index.n_items, 3)))
     kind = str(rng.choice(["attempt", "attempt", "attempt", "view_theory", "skip"]))
     score = float(rng.choice([0.0, 0.5, 1.0, 1.0])) if kind == "attempt" and index.scorable[position] else None
     fraction = float(rng.choice([0.4, 1.0])) if kind == "view_theory" else None
@@ -300,3 +303,24 @@ def test_candidates_read_per_topic_equal_the_mask_without_the_previous_position(
         figures = mask_topics(index, eligible)  # type: ignore[arg-type]
         assert np.array_equal(figures.exercise_mask, eligible & ~index.is_theory)
         assert np.array_equal(figures.scorable_mask, eligible & index.scorable)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_catalog(), st.integers(0, 2**32 - 1))
+def test_the_closest_item_reads_attempts_at_the_items_met_as_the_full_computation(
+    index: CatalogIndex, seed: int
+) -> None:
+    model = _model(index)
+    rng = np.random.default_rng(seed)
+    state = model.new_state()
+    predictions = model.predictions(state)
+    for k in range(40):
+        state = model.update(state, _event(index, rng, k))
+    predictions = model.predictions(state, predictions)
+    ours, theirs = _views(index, model, state, predictions, 0.0, None, coarse=int(rng.integers(4)))
+    for _ in range(5):
+        mask = rng.random(index.n_items) < rng.random()
+        if not mask.any():
+            continue
+        target = float(rng.choice([0.0, 0.5, 0.7, 1.0]))
+        assert _closest(ours, np.flatnonzero(mask), target) == reference_closest(theirs, mask, target)

@@ -12,7 +12,7 @@ policy looks at, not one pass over every position per figure.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,7 +40,8 @@ class MaskTopics:
     """Per topic, of the positions of a mask it owns: how many (``count``), how many are
     exercises (``exercises``) and the first (``first``, ``n_items`` when none); ``total``
     counts the mask's positions; ``exercise_mask`` and ``scorable_mask`` are the mask's
-    exercises and scorable items (read-only)."""
+    exercises and scorable items (read-only); ``runs`` keeps, per topic read, the mask's positions it
+    owns (read-only, in catalog order)."""
 
     count: IntArray
     exercises: IntArray
@@ -48,6 +49,7 @@ class MaskTopics:
     total: int
     exercise_mask: BoolArray
     scorable_mask: BoolArray
+    runs: dict[int, IntArray] = field(default_factory=dict, repr=False)
 
 
 class _Kept:
@@ -128,14 +130,19 @@ class Candidates:
         return bool(self.eligible[position]) and position != self.dropped
 
     def in_topic(self, topic: int) -> IntArray:
-        """The candidate positions ``topic`` owns, in catalog order."""
-        runs = topic_runs(self.index)
-        lo, hi = int(runs.ptr[topic]), int(runs.ptr[topic + 1])
-        if runs.identity:
-            positions = np.flatnonzero(self.eligible[lo:hi]) + lo
-        else:
-            run = runs.order[lo:hi]
-            positions = run[self.eligible[run]]
+        """The candidate positions ``topic`` owns, in catalog order (read-only)."""
+        kept = self.figures.runs
+        positions = kept.get(topic)
+        if positions is None:
+            runs = topic_runs(self.index)
+            lo, hi = int(runs.ptr[topic]), int(runs.ptr[topic + 1])
+            if runs.identity:
+                positions = np.flatnonzero(self.eligible[lo:hi]) + lo
+            else:
+                run = runs.order[lo:hi]
+                positions = run[self.eligible[run]]
+            positions.setflags(write=False)
+            kept[topic] = positions
         if topic == self.dropped_topic:
             positions = positions[positions != self.dropped]
         return positions

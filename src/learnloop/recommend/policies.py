@@ -48,7 +48,9 @@ _without = without  # (the name the baselines import)
 def _closest(view: LearnerView, positions: IntArray, target: float) -> int:
     """Among ``positions`` (in catalog order), the item whose predicted success is nearest
     ``target`` (fewer attempts first on ties, then catalog order)."""
-    distance = np.abs(view.p_correct[positions] - target) + 0.02 * np.minimum(view.attempts_at(positions), 5)
+    distance = np.abs(view.p_correct[positions] - target)
+    where, attempts = view.attempted_at(positions)  # (+ 0.02 * min(attempts, 5) at every position)
+    distance[where] = distance[where] + 0.02 * np.minimum(attempts, 5)
     return int(positions[np.argmin(distance)])
 
 
@@ -159,7 +161,10 @@ class LearnPolicy(Policy):
         if n_ready:
             pool = pool & per_position(index, ready_topic)
         positions = np.flatnonzero(pool)
-        position = int(positions[np.argmin(view.p_correct[positions] + 0.01 * view.attempts_at(positions))])
+        weakest = view.p_correct[positions]  # (+ 0.01 per attempt)
+        where, attempts = view.attempted_at(positions)
+        weakest[where] = weakest[where] + 0.01 * attempts
+        position = int(positions[np.argmin(weakest)])
         return Pick(
             position,
             "predicted_knowledge_gap",
@@ -299,7 +304,8 @@ class ReviewPolicy(Policy):
             recall = topic_recall[index.item_topic[positions]]
         skill = view.p_correct[positions]
         score = 1.0 - skill * recall  # the gap, less 0.001 per attempt below
-        view.less_attempts(positions, score, 0.001)
+        where, attempts = view.attempted_at(positions)
+        score[where] = score[where] - 0.001 * attempts
         best = int(np.argmax(score))
         position = int(positions[best])
         topic = _topic_name(view, position)

@@ -313,18 +313,18 @@ class LearnerView:
             out[hit] = (state.met_attempts if name == "attempts" else state.met_fraction)[slot[hit]]
         return out.astype(np.int64) if name == "attempts" else out
 
-    def less_attempts(self, positions: IntArray, values: FloatArray, weight: float) -> None:
-        """``values -= weight * attempts_at(positions)``, in place (``positions`` increasing); with
-        the learner state, only at the items met (elsewhere the attempts are 0, and ``x - weight * 0`` is ``x``)."""
+    def attempted_at(self, positions: IntArray) -> tuple[IntArray, IntArray]:
+        """Where ``attempts_at(positions)`` may be non-zero, and the attempts there: indices into
+        ``positions`` (increasing) and the attempts at those. With the learner state, only the items
+        met; else every index (so that ``x + w * attempts`` there is ``x + w * attempts_at(positions)``
+        everywhere: ``x + w * 0`` is ``x``)."""
         state = self.state
         if state is None or self._given["attempts"] is not None or not positions.size:
-            values -= weight * self.attempts_at(positions)
-            return
+            return np.arange(positions.size), self.attempts_at(positions)
         touched = state.touched
         slot = np.minimum(np.searchsorted(positions, touched), positions.size - 1)
         hit = positions[slot] == touched
-        where = slot[hit]
-        values[where] = values[where] - weight * state.met_attempts[hit].astype(np.int64)
+        return slot[hit], state.met_attempts[hit].astype(np.int64)
 
     def attempted_count(self, mask: BoolArray) -> int:
         """How many positions of ``mask`` were attempted at least once."""
