@@ -115,13 +115,12 @@ class LearnPolicy(Policy):
         rng: np.random.Generator,
         administered: BoolArray | None = None,
     ) -> Pick | None:
-        if not eligible.any():
-            return None
         index = view.index
         # topic by topic: which topics are ready and open, and how many candidates each holds
         candidates = Candidates(index, eligible, previous)
+        if not candidates.total:
+            return None
         mastered = view.mastered(threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak)
-        requires = catalog_topics(index).requires
         ready_topic = ready_topics(index, mastered)
         n_ready = int(np.dot(candidates.count, ready_topic))
 
@@ -155,7 +154,8 @@ class LearnPolicy(Policy):
         topic = int(np.argmin(np.where(open_topic, candidates.first, index.n_items)))
         if open_topic[topic]:
             in_topic = candidates.in_topic(topic)
-            return self._in_topic(view, in_topic, topic, ready_is_known=n_ready > 0, needs=requires(topic))
+            needs = catalog_topics(index).requires(topic)
+            return self._in_topic(view, in_topic, topic, ready_is_known=n_ready > 0, needs=needs)
         # every reachable topic is mastered: practise the weakest
         pool = candidates.mask()
         if n_ready:

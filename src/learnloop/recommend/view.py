@@ -369,33 +369,31 @@ class LearnerView:
         return a * a * p * (1.0 - p)
 
     @cached_property
-    def _met(self) -> tuple[FloatArray, FloatArray]:
-        """Per topic, over its own positions: the attempts, and the items not yet done
-        (attempted or fully viewed), read off the items met when the learner state is known."""
+    def _met(self) -> tuple[IntArray, FloatArray, BoolArray]:
+        """The topic, attempts and whether done (attempted or fully viewed) of each item met
+        (of every item when the learner state is not known)."""
         index = self.index
-        n_topics = index.n_topics
         state = self.state
         if state is not None:
-            topic = index.item_topic[state.touched]
             attempts = state.met_attempts
-            done = (attempts > 0) | (state.met_fraction >= 1.0)
-        else:
-            topic = index.item_topic
-            attempts, done = self.attempts.astype(np.float64), (self.attempts > 0) | (self.viewed >= 1.0)
-        own = np.empty((2, n_topics))
-        own[0] = np.bincount(topic, weights=attempts, minlength=n_topics)
-        own[1] = topic_runs(index).counts - np.bincount(topic, weights=done, minlength=n_topics)
-        return own[0], own[1]
+            return index.item_topic[state.touched], attempts, (attempts > 0) | (state.met_fraction >= 1.0)
+        return index.item_topic, self.attempts.astype(np.float64), (self.attempts > 0) | (self.viewed >= 1.0)
 
     @cached_property
     def topic_attempts(self) -> FloatArray:
         """Attempts over each topic's subtree."""
-        return subtree_totals(self.index, self._met[0])
+        topic, attempts, _ = self._met
+        own = np.empty(self.index.n_topics)
+        own[:] = np.bincount(topic, weights=attempts, minlength=own.size)
+        return subtree_totals(self.index, own)
 
     @cached_property
     def _remaining(self) -> FloatArray:
         """Items not yet done over each topic's subtree."""
-        return subtree_totals(self.index, self._met[1])
+        topic, _, done = self._met
+        own = np.empty(self.index.n_topics)
+        own[:] = topic_runs(self.index).counts - np.bincount(topic, weights=done, minlength=own.size)
+        return subtree_totals(self.index, own)
 
     @cached_property
     def _skill_sums(self) -> FloatArray:
@@ -459,7 +457,8 @@ class LearnerView:
         by_skill = (self._skill_sums / scorable.count >= threshold) & (self.topic_attempts >= min_attempts)
         if streak > 0:
             by_skill |= self.streaks(length=streak)
-        mastered = np.where(scorable.any, by_skill, self._remaining == 0)
+        # (a topic without scorable items is mastered once each of its items is done)
+        mastered = by_skill if scorable.every else np.where(scorable.any, by_skill, self._remaining == 0)
         # a topic with sub-topics is mastered when every leaf below it that holds exercises is
         structure = topic_exercises(index)
         if structure.leaf_owner.size:
@@ -475,15 +474,17 @@ class LearnerView:
 
 @dataclass(frozen=True, eq=False)
 class _ScorableTopics:
-    """Per topic: whether its subtree holds scorable items (``any``), and their count, at least 1 (``count``)."""
+    """Per topic: whether its subtree holds scorable items (``any``), and their count, at least 1
+    (``count``); ``every``: every topic's subtree holds some."""
 
     any: BoolArray
     count: FloatArray
+    every: bool
 
 
 def _scorable_topics(index: CatalogIndex) -> _ScorableTopics:
     def make(ix: CatalogIndex) -> _ScorableTopics:
         count = topic_exercises(ix).scorable_count
-        return _ScorableTopics(any=count > 0, count=np.maximum(count, 1.0))
+        return _ScorableTopics(any=count > 0, count=np.maximum(count, 1.0), every=bool((count > 0).all()))
 
     return index.derived("recommend.scorable_topics", make)
