@@ -7,7 +7,6 @@ from functools import cached_property
 
 import numpy as np
 
-from learnloop._lru import LRUCache
 from learnloop._types import BoolArray, FloatArray, IntArray
 from learnloop.content import CatalogIndex
 from learnloop.tracing import LearnerState, TopicStructure
@@ -194,15 +193,6 @@ def ready_topics(index: CatalogIndex, mastered: BoolArray) -> BoolArray:
     return unmet == 0
 
 
-#: the information of recent predictions, by the predictions' array (a learner's next step carries it)
-_INFORMATION = LRUCache[int, tuple[FloatArray, FloatArray, FloatArray]](max_items=64)
-
-
-def _kept_information(p: FloatArray, a: FloatArray) -> FloatArray | None:
-    found = _INFORMATION.get(id(p))
-    return found[2] if found is not None and found[0] is p and found[1] is a else None
-
-
 class LearnerView:
     """One learner's predictions and history, aligned with a catalog.
 
@@ -335,28 +325,9 @@ class LearnerView:
 
     @cached_property
     def information(self) -> FloatArray:
-        """Fisher information of each item, ``a**2 p (1 - p)`` (read-only); with the carried
-        predictions, carried too from the previous predictions' information where kept,
-        recomputed at the items whose prediction changed (the same figures)."""
+        """Fisher information of each item, ``a**2 p (1 - p)``."""
         a = np.asarray(self.discrimination, dtype=np.float64)
-        p = self.p_correct
-        predictions = self.predictions
-        if predictions is None or predictions.p is not p or a.shape != p.shape:
-            return a * a * p * (1.0 - p)
-        found = _kept_information(p, a)
-        if found is not None:
-            return found
-        base, where = predictions.base, predictions.where
-        before = None if base is None or where is None else _kept_information(base.p, a)
-        if before is None:
-            info = a * a * p * (1.0 - p)
-        else:
-            info = before.copy()
-            a_at, p_at = a[where], p[where]
-            info[where] = a_at * a_at * p_at * (1.0 - p_at)
-        info.setflags(write=False)
-        _INFORMATION.put(id(p), (p, a, info))  # (p and a are held, so their ids are not reused meanwhile)
-        return info
+        return a * a * self.p_correct * (1.0 - self.p_correct)
 
     def information_at(self, positions: IntArray | int) -> FloatArray:
         """:attr:`information` at some positions only."""
