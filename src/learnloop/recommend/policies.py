@@ -360,11 +360,12 @@ class AssessPolicy(Policy):
         best = np.argpartition(-info, k - 1)[:k] if k < len(positions) else np.arange(len(positions))
         best = best[np.argsort(-info[best], kind="stable")]
         near = best[info[best] >= info[best[0]] * (1.0 - self.tolerance)]
-        position = int(positions[near[rng.integers(near.size)]])
+        chosen = near[rng.integers(near.size)]
+        position = int(positions[chosen])
         return Pick(
             position,
             "assessment",
-            f"item of maximum information ({float(view.information_at(position)):.3f}; predicted success "
+            f"item of maximum information ({float(info[chosen]):.3f}; predicted success "
             f"{view.p_correct[position]:.2f}), drawn among the {near.size} most informative",
         )
 
