@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop._types import BoolArray
-from learnloop.recommend.policies import Pick, Policy, _without
+from learnloop.recommend.candidates import without
+from learnloop.recommend.policies import Pick, Policy
 from learnloop.recommend.view import LearnerView
 
 __all__ = ["FixedOrderPolicy", "RandomPolicy"]
@@ -33,7 +34,7 @@ class RandomPolicy(Policy):
     ) -> Pick | None:
         if not eligible.any():
             return None
-        pool = np.flatnonzero(_without(eligible, previous))
+        pool = np.flatnonzero(without(eligible, previous))
         position = int(rng.choice(pool))
         return Pick(position, "exploration", "baseline: a random eligible item")
 

@@ -42,9 +42,6 @@ class Pick:
     description: str
 
 
-_without = without  # (the name the baselines import)
-
-
 def _closest(view: LearnerView, positions: IntArray, target: float) -> int:
     """Among ``positions`` (in catalog order), the item whose predicted success is nearest
     ``target`` (fewer attempts first on ties, then catalog order)."""
