@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import repeat
+from functools import lru_cache
+from itertools import chain, repeat
 from os import PathLike
 from typing import Literal
 
-from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
+from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event
+from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, encode_doc
 
 __all__ = ["SQLiteStore"]
 
@@ -28,6 +30,7 @@ _CHUNK = 900
 _UNORDERED = frozenset({"events", "learners"})
 #: tables of files written by earlier versions -> the document namespace their rows move to
 _LEGACY_TABLES = {"assets": "v1.assets", "views": "v1.views", "users": "v1.users"}
+_TEXT_MARK = MARK.decode()
 
 
 class SQLiteStore:
@@ -43,6 +46,8 @@ class SQLiteStore:
         conn.execute("PRAGMA busy_timeout=10000")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={synchronous}")
+        #: text is stored in UTF-8 (as in every file this store creates)
+        self._utf8 = conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
         with self.atomic():
             for table in TABLES:
                 conn.execute(
@@ -124,7 +129,7 @@ class SQLiteStore:
                 f"SELECT v FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?",
                 (app, *params),
             ).fetchone()
-        return None if row is None else decode_doc(row[0])
+        return None if row is None else decode_event(params, row[0])
 
     def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
         check_prefix(table, ())
@@ -146,7 +151,7 @@ class SQLiteStore:
                         (*(part for params in chunk for part in params), app),
                     ).fetchall()
                     for row in rows:
-                        found[tuple(row[:width])] = decode_doc(row[4])
+                        found[tuple(row[:width])] = decode_event(row, row[4])
             return found
         with self._lock:
             for at in range(0, len(wanted), _CHUNK):
@@ -157,7 +162,7 @@ class SQLiteStore:
                     (app, *firsts),
                 ).fetchall()
                 for k1, blob in rows:
-                    found[(k1,)] = decode_doc(blob)
+                    found[(k1,)] = decode_event((k1, "", "", ""), blob)
         return found
 
     def scan(
@@ -180,7 +185,7 @@ class SQLiteStore:
                 f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ?{clause} ORDER BY {order_by}",
                 (app, *params),
             ).fetchall()
-        return iter([(tuple(row[:width]), decode_doc(row[4])) for row in rows])
+        return iter([(tuple(row[:width]), decode_event(row, row[4])) for row in rows])
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         clause, params = self._where_prefix(table, prefix)
@@ -202,17 +207,17 @@ class SQLiteStore:
     # -- writes ---------------------------------------------------------------------
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
         columns = self._columns(table, rows) if isinstance(rows, Columns) else None
-        if columns is not None:  # one prepared statement over the columns
-            keys, blobs = columns
-            if blobs:
+        if columns is not None:
+            keys, docs = columns
+            if docs:
                 with self.atomic():
-                    first = self._next_seq(len(blobs))
-                    self._conn.executemany(
-                        f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        zip(repeat(app), *keys, range(first, first + len(blobs)), blobs, strict=False),
-                    )
+                    self._insert_columns(table, app, keys, docs, self._next_seq(len(docs)))
             return
-        prepared = [(self._params(table, key), encode_doc(doc)) for key, doc in rows]
+        prepared = []
+        for key, doc in rows:
+            params = self._params(table, key)
+            # events without the fields their keys repeat (see store._compact)
+            prepared.append((params, encode_event(params, doc) if table == "events" else encode_doc(doc)))
         if not prepared:
             return
         with self.atomic():
@@ -222,16 +227,45 @@ class SQLiteStore:
                 [(app, *params, first + i, blob) for i, (params, blob) in enumerate(prepared)],
             )
 
-    @staticmethod
-    def _columns(table: str, rows: Columns) -> tuple[list[Iterable[str]], list[bytes]] | None:
+    def _columns(self, table: str, rows: Columns) -> tuple[list[Sequence[str]], list[str] | list[bytes]] | None:
         """Rows given as columns: the four key columns and the documents, encoded column by column
-        (None: to be taken row by row)."""
+        (as text in a UTF-8 database; None: to be taken row by row)."""
         if len(rows.keys) != TABLES.get(table) or any(set(map(type, part)) != {str} for part in rows.keys):
             return None
-        blobs = rows.json_docs()
-        if blobs is None:
+        # events without the fields their keys repeat, behind the mark (see store._compact)
+        short = compact_columns(rows) if table == "events" else None
+        docs: list[str] | list[bytes] | None
+        if self._utf8:
+            docs = (short or rows).json_doc_texts()
+            if docs is not None and short is not None:
+                docs = [_TEXT_MARK + doc for doc in docs]
+        else:
+            docs = (short or rows).json_docs()
+            if docs is not None and short is not None:
+                docs = [MARK + doc for doc in docs]
+        if docs is None:
             return None
-        return [*rows.keys, *[repeat("")] * (4 - len(rows.keys))], blobs
+        n = len(docs)
+        return [*rows.keys, *[[""] * n] * (4 - len(rows.keys))], docs
+
+    def _insert_columns(
+        self, table: str, app: str, keys: list[Sequence[str]], docs: list[str] | list[bytes], first: int
+    ) -> None:
+        """Write rows given as columns, numbered from ``first``, many rows per statement: a key column
+        with one value throughout is bound once per statement, the others row by row."""
+        n = len(docs)
+        fixed = tuple(part.count(part[0]) == n for part in keys)
+        varying = [part for part, same in zip(keys, fixed, strict=True) if not same]
+        head = (app, *(part[0] for part, same in zip(keys, fixed, strict=True) if same))
+        text = docs[0].__class__ is str
+        at = 0
+        for size in _chunks(n, _CHUNK // (len(varying) + 2)):
+            stop = at + size
+            rows = zip(
+                *(part[at:stop] for part in varying), range(first + at, first + stop), docs[at:stop], strict=True
+            )
+            self._conn.execute(_insert(table, fixed, text, size), head + tuple(chain.from_iterable(rows)))
+            at = stop
 
     def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
         deleted: list[Key] = []
@@ -254,3 +288,31 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _chunks(n: int, most: int) -> Iterator[int]:
+    """Sizes of statements for ``n`` rows, at most ``most`` rows each: powers of two, so that a few
+    statements, prepared once, serve every number of rows."""
+    size = 1 << (most.bit_length() - 1)
+    while n:
+        while size > n:
+            size >>= 1
+        yield size
+        n -= size
+
+
+@lru_cache(maxsize=256)
+def _insert(table: str, fixed: tuple[bool, ...], text: bool, rows: int) -> str:
+    """The statement writing ``rows`` rows into ``table``: the application and the key columns
+    ``fixed`` bound once, then per row the other key columns, the sequence number and the document.
+    A ``text`` document is stored as the blob of its UTF-8 bytes (the database's encoding): the
+    sqlite3 module binds a str as it is, where it first looks for an adapter for bytes."""
+    width = fixed.count(False) + 2
+    names = iter(range(1, width - 1))
+    selected = ", ".join("?" if same else f"column{next(names)}" for same in fixed)
+    doc = f"CAST(column{width} AS BLOB)" if text else f"column{width}"
+    values = ", ".join(repeat("(" + ", ".join("?" * width) + ")", rows))
+    return (
+        f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) "
+        f"SELECT ?, {selected}, column{width - 1}, {doc} FROM (VALUES {values})"
+    )
