@@ -230,7 +230,7 @@ class SQLiteStore:
     def _columns(self, table: str, rows: Columns) -> tuple[list[Sequence[str]], list[str] | list[bytes]] | None:
         """Rows given as columns: the four key columns and the documents, encoded column by column
         (as text in a UTF-8 database; None: to be taken row by row)."""
-        if len(rows.keys) != TABLES.get(table) or any(set(map(type, part)) != {str} for part in rows.keys):
+        if len(rows.keys) != TABLES.get(table) or not all(map(_strings, rows.keys)):
             return None
         # events without the fields their keys repeat, behind the mark (see store._compact)
         short = compact_columns(rows) if table == "events" else None
@@ -238,11 +238,11 @@ class SQLiteStore:
         if self._utf8:
             docs = (short or rows).json_doc_texts()
             if docs is not None and short is not None:
-                docs = [_TEXT_MARK + doc for doc in docs]
+                docs = list(map(_TEXT_MARK.__add__, docs))
         else:
             docs = (short or rows).json_docs()
             if docs is not None and short is not None:
-                docs = [MARK + doc for doc in docs]
+                docs = list(map(MARK.__add__, docs))
         if docs is None:
             return None
         n = len(docs)
@@ -288,6 +288,13 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _strings(part: Sequence[str]) -> bool:
+    """Whether a key column holds strings only (one string throughout, or each a ``str``)."""
+    if part and part[0].__class__ is str and part.count(part[0]) == len(part):
+        return True
+    return set(map(type, part)) == {str}
 
 
 def _chunks(n: int, most: int) -> Iterator[int]:
