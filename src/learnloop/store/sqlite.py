@@ -31,6 +31,8 @@ _UNORDERED = frozenset({"events", "learners"})
 #: tables of files written by earlier versions -> the document namespace their rows move to
 _LEGACY_TABLES = {"assets": "v1.assets", "views": "v1.views", "users": "v1.users"}
 _TEXT_MARK = MARK.decode()
+#: sequence numbers a transaction reserves beyond its first write's (see ``SQLiteStore._next_seq``)
+_SPARE = 16
 
 
 class SQLiteStore:
@@ -41,6 +43,9 @@ class SQLiteStore:
         self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
         self._depth = 0
+        #: within a transaction: the next sequence number to give and the counter's stored value
+        #: (sequence numbers given beyond it are stored at the commit); None before the first is given
+        self._seq: list[int] | None = None
         conn = self._conn
         # the busy timeout first: several processes may open a fresh file at once
         conn.execute("PRAGMA busy_timeout=10000")
@@ -81,6 +86,8 @@ class SQLiteStore:
         with self._lock:
             savepoint = f"sp{self._depth}" if self._depth else None
             self._conn.execute(f"SAVEPOINT {savepoint}" if savepoint else "BEGIN IMMEDIATE")
+            if not savepoint:
+                self._seq = None
             self._depth += 1
             try:
                 yield
@@ -89,6 +96,8 @@ class SQLiteStore:
                 if savepoint:
                     self._conn.execute(f"ROLLBACK TO {savepoint}")
                     self._conn.execute(f"RELEASE {savepoint}")
+                    if self._seq is not None:  # the counter stored in the savepoint, if it was, is undone
+                        self._seq[1] = -1
                 else:
                     self._conn.execute("ROLLBACK")
                 raise
@@ -97,6 +106,7 @@ class SQLiteStore:
                 self._conn.execute(f"RELEASE {savepoint}")
                 return
             try:
+                self._store_seq()
                 self._conn.execute("COMMIT")
             except BaseException:
                 if self._conn.in_transaction:
@@ -116,10 +126,40 @@ class SQLiteStore:
         return clause, tuple(prefix)
 
     def _next_seq(self, n: int) -> int:
-        """Reserve ``n`` sequence numbers; returns the first."""
-        cur = self._conn.execute("UPDATE counters SET value = value + ? WHERE name = 'seq' RETURNING value", (n,))
-        last = cur.fetchone()[0]
-        return last - n + 1
+        """Reserve ``n`` sequence numbers (in a transaction); returns the first.
+
+        The first reservation of a transaction advances the stored counter by ``_SPARE`` more
+        numbers than asked, for the transaction's later writes (a step writes three tables); a
+        transaction needing more stores the counter once more, at the commit. Numbers not given
+        (the spare ones left, those of a savepoint rolled back) leave gaps in the sequence, which
+        only orders the writes."""
+        if self._seq is None:
+            cur = self._conn.execute(
+                "UPDATE counters SET value = value + ? WHERE name = 'seq' RETURNING value", (n + _SPARE,)
+            )
+            last = cur.fetchone()[0]
+            self._seq = [last - _SPARE + 1, last]
+            return last - _SPARE - n + 1
+        first = self._seq[0]
+        self._seq[0] = first + n
+        return first
+
+    def _store_seq(self) -> None:
+        """Store the sequence numbers given since the counter was last stored."""
+        if self._seq is not None and self._seq[0] - 1 > self._seq[1]:
+            self._conn.execute("UPDATE counters SET value = max(value, ?) WHERE name = 'seq'", (self._seq[0] - 1,))
+            self._seq[1] = self._seq[0] - 1
+
+    @contextmanager
+    def _writing(self, statements: int) -> Iterator[None]:
+        """:meth:`atomic` for a write of ``statements`` statements: within a transaction, one statement
+        needs no savepoint (SQLite applies a statement whole or not at all)."""
+        with self._lock:
+            if self._depth and statements == 1:
+                yield
+                return
+            with self.atomic():
+                yield
 
     # -- reads ------------------------------------------------------------------------
     def get(self, table: str, app: str, key: Key) -> Doc | None:
@@ -210,7 +250,7 @@ class SQLiteStore:
         if columns is not None:
             keys, docs = columns
             if docs:
-                with self.atomic():
+                with self._writing(1 if len(docs) == 1 else 2):  # one statement for one row
                     self._insert_columns(table, app, keys, docs, self._next_seq(len(docs)))
             return
         prepared = []
@@ -220,7 +260,7 @@ class SQLiteStore:
             prepared.append((params, encode_event(params, doc) if table == "events" else encode_doc(doc)))
         if not prepared:
             return
-        with self.atomic():
+        with self._writing(len(prepared)):
             first = self._next_seq(len(prepared))
             self._conn.executemany(
                 f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)",
