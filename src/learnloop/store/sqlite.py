@@ -4,6 +4,8 @@ One file, write-ahead logging, one transaction per engine call. A committed
 call survives the process dying (``synchronous=NORMAL`` in WAL mode); pass
 ``synchronous="FULL"`` to survive power loss as well, at some cost in latency.
 Several processes may open the same file; writes are serialised by SQLite.
+Event documents are kept without the fields their key repeats (see
+``learnloop.store._compact``); files written before are read as they are.
 """
 
 from __future__ import annotations
@@ -153,7 +155,8 @@ class SQLiteStore:
     @contextmanager
     def _writing(self, statements: int) -> Iterator[None]:
         """:meth:`atomic` for a write of ``statements`` statements: within a transaction, one statement
-        needs no savepoint (SQLite applies a statement whole or not at all)."""
+        needs no savepoint (SQLite applies a statement whole or not at all; a failed write leaves at
+        most a gap in the sequence)."""
         with self._lock:
             if self._depth and statements == 1:
                 yield
