@@ -132,7 +132,7 @@ _MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
 def _canonical_ms(raw: list[Any]) -> IntArray | None:
     """Milliseconds since the epoch of timestamps all in the canonical form (None otherwise,
     or when one falls outside the safe span): checked and read as a table of bytes."""
-    if not all(v.__class__ is str for v in raw) or set(map(len, raw)) != {24}:
+    if set(map(type, raw)) != {str} or set(map(len, raw)) != {24}:
         return None
     try:
         data = "".join(raw).encode("ascii")
@@ -194,36 +194,64 @@ def _columns(rows: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
     return {column: list(map(get, rows, repeat(name))) for column, name in _COLUMNS.items()}
 
 
-def _plainly_valid(given: Sequence[dict[str, Any]], columns: dict[str, list[Any]]) -> bool:
-    """Whether the events (read into ``columns``) are valid on their face, fields of the plain
-    types the models keep as they are (strings, floats, ints), with these very values: what the
-    models would make of them, their timestamps aside (read after). False leaves it to pydantic-core."""
+#: the column of each field name (the timestamps aside)
+_COLUMN_OF = {name: column for column, name in _COLUMNS.items()}
+
+
+def _names_valid(
+    given: Sequence[dict[str, Any]], columns: dict[str, list[Any]], types: dict[str, set[type]], stamps: list[Any]
+) -> bool:
+    """Whether each event has the fields its kind must have and no other (``types``: those of each
+    column's values, ``stamps``: the timestamps, None where absent; False: not sure)."""
     kinds = columns["kinds"]
-    if set(map(type, kinds)) != {str}:
-        return False
+    spec = _NAMES.get(kinds[0])
+    if spec is not None and kinds.count(kinds[0]) == len(kinds):
+        # one kind: the events hold as many fields as their kind's fields with a value hold, when
+        # every field they hold is one of those (a field set to None is left to the check below)
+        n = len(given)
+        present = [n - stamps.count(None)]
+        for name in spec[0] | spec[1]:
+            if name != "timestamp":
+                column = _COLUMN_OF[name]
+                present.append(n - columns[column].count(None) if _NONE in types[column] else n)
+        if (
+            present[0] == n
+            and sum(map(len, given)) == sum(present)
+            and all(_NONE not in types[_COLUMN_OF[name]] for name in spec[0] - {"timestamp"})
+        ):
+            return True
     for kind, names in set(zip(kinds, map(tuple, given), strict=True)):
         spec = _NAMES.get(kind)
         if spec is None or not spec[0].issubset(names) or not spec[0].union(spec[1]).issuperset(names):
             return False
-    named = (set(map(type, columns[name])) for name in ("items", "catalogs", "topics"))
-    if next(named) != {str} or next(named) != {str} or not next(named) <= {str, _NONE}:
+    return True
+
+
+def _plainly_valid(given: Sequence[dict[str, Any]], columns: dict[str, list[Any]], stamps: list[Any]) -> bool:
+    """Whether the events (read into ``columns``, and ``stamps`` their timestamps) are valid on their
+    face, fields of the plain types the models keep as they are (strings, floats, ints), with these
+    very values: what the models would make of them, their timestamps aside (read after). False
+    leaves it to pydantic-core."""
+    types = {name: set(map(type, column)) for name, column in columns.items()}
+    if types["kinds"] != {str} or not _names_valid(given, columns, types, stamps):
+        return False
+    if types["items"] != {str} or types["catalogs"] != {str} or not types["topics"] <= {str, _NONE}:
         return False
     ids = {*columns["items"], *columns["catalogs"], *columns["topics"]}
     ids.discard(None)
     if not _IDENTIFIERS.fullmatch("\n".join(ids) + "\n"):
         return False
     for name in ("scores", "fractions", "times"):
-        values = columns[name]
-        types = set(map(type, values))
-        if _NONE in types:
-            types.discard(_NONE)
+        values, kinds = columns[name], types[name]
+        if _NONE in kinds:
+            kinds = kinds - {_NONE}
             values = [v for v in values if v is not None]
-        if not types:
+        if not kinds:
             continue
         if name == "times":
-            if types != {int} or min(values) < 0 or max(values) > 2**53 - 1:
+            if kinds != {int} or min(values) < 0 or max(values) > 2**53 - 1:
                 return False
-        elif types != {float} or not ((array := np.array(values)) >= 0.0).all() or not (array <= 1.0).all():
+        elif kinds != {float} or not ((array := np.array(values)) >= 0.0).all() or not (array <= 1.0).all():
             return False
     return True
 
@@ -265,15 +293,15 @@ class EventBatch:
         """The events as columns; None when they are not all dicts or not all valid."""
         if set(map(type, given)) != {dict}:
             return None
-        rows = given
-        columns = _columns(rows)
-        if not _plainly_valid(given, columns):
+        columns = _columns(given)
+        raw: list[Any] = list(map(dict.get, given, repeat("timestamp")))
+        if not _plainly_valid(given, columns, raw):
             try:
                 rows = _FIELDS.validate_python(given)
             except pydantic.ValidationError:
                 return None
             columns = _columns(rows)
-        raw = list(map(itemgetter("timestamp"), rows))
+            raw = list(map(itemgetter("timestamp"), rows))
         ms = _canonical_ms(raw)
         moments = None
         if ms is None:

@@ -78,6 +78,20 @@ class Columns:
         >>> Columns((["a", "b"],), {"n": [1, 2], "s": ["x", "y"], "none": [None, None]}).json_docs()
         [b'{"n":1,"s":"x"}', b'{"n":2,"s":"y"}']
         """
+        text = self._joined_docs()
+        return None if text is None else text.encode().split(b"\x00")[:-1]
+
+    def json_doc_texts(self) -> list[str] | None:
+        """:meth:`json_docs` as text (each document's UTF-8 encoding is what ``json_docs`` gives).
+
+        >>> Columns((["a"],), {"s": ["é"]}).json_doc_texts()
+        ['{"s":"é"}']
+        """
+        text = self._joined_docs()
+        return None if text is None else text.split("\x00")[:-1]
+
+    def _joined_docs(self) -> str | None:
+        """The rows' JSON documents one after the other, each ended by a NUL (which none holds)."""
         before: list[str] = []  # the text before each column's values
         columns: list[Sequence[Any]] = []
         after = ""  # the text after the last column's values
@@ -95,13 +109,12 @@ class Columns:
             columns.append(text)
             after = '"' if quoted else ""
         if not columns:
-            return [b"{}"] * len(self)
-        # the documents one after the other, each ended by a NUL (which none of them holds)
+            return "{}\x00" * len(self)
         parts: list[Iterable[str]] = []
         for lead, column in zip(before, columns, strict=True):
             parts += (repeat(lead), column)
         parts.append(repeat(after + "}\x00"))
-        return "".join(chain.from_iterable(zip(*parts))).encode().split(b"\x00")[:-1]
+        return "".join(chain.from_iterable(zip(*parts)))
 
     def __iter__(self) -> Iterator[tuple[Key, Doc]]:
         names = list(self.fields)

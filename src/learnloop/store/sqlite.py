@@ -4,19 +4,23 @@ One file, write-ahead logging, one transaction per engine call. A committed
 call survives the process dying (``synchronous=NORMAL`` in WAL mode); pass
 ``synchronous="FULL"`` to survive power loss as well, at some cost in latency.
 Several processes may open the same file; writes are serialised by SQLite.
+Event documents are kept without the fields their key repeats (see
+``learnloop.store._compact``); files written before are read as they are.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import repeat
+from functools import lru_cache
+from itertools import chain, repeat
 from os import PathLike
 from typing import Literal
 
-from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
+from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event
+from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, encode_doc
 
 __all__ = ["SQLiteStore"]
 
@@ -28,6 +32,9 @@ _CHUNK = 900
 _UNORDERED = frozenset({"events", "learners"})
 #: tables of files written by earlier versions -> the document namespace their rows move to
 _LEGACY_TABLES = {"assets": "v1.assets", "views": "v1.views", "users": "v1.users"}
+_TEXT_MARK = MARK.decode()
+#: sequence numbers a transaction reserves beyond its first write's (see ``SQLiteStore._next_seq``)
+_SPARE = 16
 
 
 class SQLiteStore:
@@ -38,11 +45,16 @@ class SQLiteStore:
         self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
         self._depth = 0
+        #: within a transaction: the next sequence number to give and the counter's stored value
+        #: (sequence numbers given beyond it are stored at the commit); None before the first is given
+        self._seq: list[int] | None = None
         conn = self._conn
         # the busy timeout first: several processes may open a fresh file at once
         conn.execute("PRAGMA busy_timeout=10000")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={synchronous}")
+        #: text is stored in UTF-8 (as in every file this store creates)
+        self._utf8 = conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
         with self.atomic():
             for table in TABLES:
                 conn.execute(
@@ -76,6 +88,8 @@ class SQLiteStore:
         with self._lock:
             savepoint = f"sp{self._depth}" if self._depth else None
             self._conn.execute(f"SAVEPOINT {savepoint}" if savepoint else "BEGIN IMMEDIATE")
+            if not savepoint:
+                self._seq = None
             self._depth += 1
             try:
                 yield
@@ -84,6 +98,8 @@ class SQLiteStore:
                 if savepoint:
                     self._conn.execute(f"ROLLBACK TO {savepoint}")
                     self._conn.execute(f"RELEASE {savepoint}")
+                    if self._seq is not None:  # the counter stored in the savepoint, if it was, is undone
+                        self._seq[1] = -1
                 else:
                     self._conn.execute("ROLLBACK")
                 raise
@@ -92,6 +108,7 @@ class SQLiteStore:
                 self._conn.execute(f"RELEASE {savepoint}")
                 return
             try:
+                self._store_seq()
                 self._conn.execute("COMMIT")
             except BaseException:
                 if self._conn.in_transaction:
@@ -111,10 +128,41 @@ class SQLiteStore:
         return clause, tuple(prefix)
 
     def _next_seq(self, n: int) -> int:
-        """Reserve ``n`` sequence numbers; returns the first."""
-        cur = self._conn.execute("UPDATE counters SET value = value + ? WHERE name = 'seq' RETURNING value", (n,))
-        last = cur.fetchone()[0]
-        return last - n + 1
+        """Reserve ``n`` sequence numbers (in a transaction); returns the first.
+
+        The first reservation of a transaction advances the stored counter by ``_SPARE`` more
+        numbers than asked, for the transaction's later writes (a step writes three tables); a
+        transaction needing more stores the counter once more, at the commit. Numbers not given
+        (the spare ones left, those of a savepoint rolled back) leave gaps in the sequence, which
+        only orders the writes."""
+        if self._seq is None:
+            cur = self._conn.execute(
+                "UPDATE counters SET value = value + ? WHERE name = 'seq' RETURNING value", (n + _SPARE,)
+            )
+            last = cur.fetchone()[0]
+            self._seq = [last - _SPARE + 1, last]
+            return last - _SPARE - n + 1
+        first = self._seq[0]
+        self._seq[0] = first + n
+        return first
+
+    def _store_seq(self) -> None:
+        """Store the sequence numbers given since the counter was last stored."""
+        if self._seq is not None and self._seq[0] - 1 > self._seq[1]:
+            self._conn.execute("UPDATE counters SET value = max(value, ?) WHERE name = 'seq'", (self._seq[0] - 1,))
+            self._seq[1] = self._seq[0] - 1
+
+    @contextmanager
+    def _writing(self, statements: int) -> Iterator[None]:
+        """:meth:`atomic` for a write of ``statements`` statements: within a transaction, one statement
+        needs no savepoint (SQLite applies a statement whole or not at all; a failed write leaves at
+        most a gap in the sequence)."""
+        with self._lock:
+            if self._depth and statements == 1:
+                yield
+                return
+            with self.atomic():
+                yield
 
     # -- reads ------------------------------------------------------------------------
     def get(self, table: str, app: str, key: Key) -> Doc | None:
@@ -124,7 +172,7 @@ class SQLiteStore:
                 f"SELECT v FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?",
                 (app, *params),
             ).fetchone()
-        return None if row is None else decode_doc(row[0])
+        return None if row is None else decode_event(params, row[0])
 
     def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
         check_prefix(table, ())
@@ -146,7 +194,7 @@ class SQLiteStore:
                         (*(part for params in chunk for part in params), app),
                     ).fetchall()
                     for row in rows:
-                        found[tuple(row[:width])] = decode_doc(row[4])
+                        found[tuple(row[:width])] = decode_event(row, row[4])
             return found
         with self._lock:
             for at in range(0, len(wanted), _CHUNK):
@@ -157,7 +205,7 @@ class SQLiteStore:
                     (app, *firsts),
                 ).fetchall()
                 for k1, blob in rows:
-                    found[(k1,)] = decode_doc(blob)
+                    found[(k1,)] = decode_event((k1, "", "", ""), blob)
         return found
 
     def scan(
@@ -180,7 +228,7 @@ class SQLiteStore:
                 f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ?{clause} ORDER BY {order_by}",
                 (app, *params),
             ).fetchall()
-        return iter([(tuple(row[:width]), decode_doc(row[4])) for row in rows])
+        return iter([(tuple(row[:width]), decode_event(row, row[4])) for row in rows])
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         clause, params = self._where_prefix(table, prefix)
@@ -202,36 +250,65 @@ class SQLiteStore:
     # -- writes ---------------------------------------------------------------------
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:
         columns = self._columns(table, rows) if isinstance(rows, Columns) else None
-        if columns is not None:  # one prepared statement over the columns
-            keys, blobs = columns
-            if blobs:
-                with self.atomic():
-                    first = self._next_seq(len(blobs))
-                    self._conn.executemany(
-                        f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        zip(repeat(app), *keys, range(first, first + len(blobs)), blobs, strict=False),
-                    )
+        if columns is not None:
+            keys, docs = columns
+            if docs:
+                with self._writing(1 if len(docs) == 1 else 2):  # one statement for one row
+                    self._insert_columns(table, app, keys, docs, self._next_seq(len(docs)))
             return
-        prepared = [(self._params(table, key), encode_doc(doc)) for key, doc in rows]
+        prepared = []
+        for key, doc in rows:
+            params = self._params(table, key)
+            # events without the fields their keys repeat (see store._compact)
+            prepared.append((params, encode_event(params, doc) if table == "events" else encode_doc(doc)))
         if not prepared:
             return
-        with self.atomic():
+        with self._writing(len(prepared)):
             first = self._next_seq(len(prepared))
             self._conn.executemany(
                 f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(app, *params, first + i, blob) for i, (params, blob) in enumerate(prepared)],
             )
 
-    @staticmethod
-    def _columns(table: str, rows: Columns) -> tuple[list[Iterable[str]], list[bytes]] | None:
+    def _columns(self, table: str, rows: Columns) -> tuple[list[Sequence[str]], list[str] | list[bytes]] | None:
         """Rows given as columns: the four key columns and the documents, encoded column by column
-        (None: to be taken row by row)."""
-        if len(rows.keys) != TABLES.get(table) or any(set(map(type, part)) != {str} for part in rows.keys):
+        (as text in a UTF-8 database; None: to be taken row by row)."""
+        if len(rows.keys) != TABLES.get(table) or not all(map(_strings, rows.keys)):
             return None
-        blobs = rows.json_docs()
-        if blobs is None:
+        # events without the fields their keys repeat, behind the mark (see store._compact)
+        short = compact_columns(rows) if table == "events" else None
+        docs: list[str] | list[bytes] | None
+        if self._utf8:
+            docs = (short or rows).json_doc_texts()
+            if docs is not None and short is not None:
+                docs = list(map(_TEXT_MARK.__add__, docs))
+        else:
+            docs = (short or rows).json_docs()
+            if docs is not None and short is not None:
+                docs = list(map(MARK.__add__, docs))
+        if docs is None:
             return None
-        return [*rows.keys, *[repeat("")] * (4 - len(rows.keys))], blobs
+        n = len(docs)
+        return [*rows.keys, *[[""] * n] * (4 - len(rows.keys))], docs
+
+    def _insert_columns(
+        self, table: str, app: str, keys: list[Sequence[str]], docs: list[str] | list[bytes], first: int
+    ) -> None:
+        """Write rows given as columns, numbered from ``first``, many rows per statement: a key column
+        with one value throughout is bound once per statement, the others row by row."""
+        n = len(docs)
+        fixed = tuple(part.count(part[0]) == n for part in keys)
+        varying = [part for part, same in zip(keys, fixed, strict=True) if not same]
+        head = (app, *(part[0] for part, same in zip(keys, fixed, strict=True) if same))
+        text = docs[0].__class__ is str
+        at = 0
+        for size in _chunks(n, _CHUNK // (len(varying) + 2)):
+            stop = at + size
+            rows = zip(
+                *(part[at:stop] for part in varying), range(first + at, first + stop), docs[at:stop], strict=True
+            )
+            self._conn.execute(_insert(table, fixed, text, size), head + tuple(chain.from_iterable(rows)))
+            at = stop
 
     def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
         deleted: list[Key] = []
@@ -254,3 +331,38 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _strings(part: Sequence[str]) -> bool:
+    """Whether a key column holds strings only (one string throughout, or each a ``str``)."""
+    if part and part[0].__class__ is str and part.count(part[0]) == len(part):
+        return True
+    return set(map(type, part)) == {str}
+
+
+def _chunks(n: int, most: int) -> Iterator[int]:
+    """Sizes of statements for ``n`` rows, at most ``most`` rows each: powers of two, so that a few
+    statements, prepared once, serve every number of rows."""
+    size = 1 << (most.bit_length() - 1)
+    while n:
+        while size > n:
+            size >>= 1
+        yield size
+        n -= size
+
+
+@lru_cache(maxsize=256)
+def _insert(table: str, fixed: tuple[bool, ...], text: bool, rows: int) -> str:
+    """The statement writing ``rows`` rows into ``table``: the application and the key columns
+    ``fixed`` bound once, then per row the other key columns, the sequence number and the document.
+    A ``text`` document is stored as the blob of its UTF-8 bytes (the database's encoding): the
+    sqlite3 module binds a str as it is, where it first looks for an adapter for bytes."""
+    width = fixed.count(False) + 2
+    names = iter(range(1, width - 1))
+    selected = ", ".join("?" if same else f"column{next(names)}" for same in fixed)
+    doc = f"CAST(column{width} AS BLOB)" if text else f"column{width}"
+    values = ", ".join(repeat("(" + ", ".join("?" * width) + ")", rows))
+    return (
+        f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) "
+        f"SELECT ?, {selected}, column{width - 1}, {doc} FROM (VALUES {values})"
+    )
