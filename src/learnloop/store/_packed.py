@@ -64,7 +64,9 @@ class DocCodec:
 
     def encode(self, doc: Doc, key: Key) -> bytes:
         """Raises TypeError or ValueError for a document that is not JSON-serialisable."""
-        if isinstance(doc, (bytes, bytearray, memoryview)) or not isinstance(doc, Mapping):
+        if doc.__class__ is not dict and (
+            isinstance(doc, (bytes, bytearray, memoryview)) or not isinstance(doc, Mapping)
+        ):
             return encode_doc(doc)
         fields = doc if doc.__class__ is dict else dict(doc)
         names = tuple(fields)
