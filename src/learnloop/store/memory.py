@@ -11,7 +11,8 @@ from itertools import islice
 from types import TracebackType
 from typing import Any, Literal
 
-from learnloop.store._packed import Bucket, DocCodec, Row, Snapshot
+from learnloop.store._codec import DocCodec
+from learnloop.store._packed import Bucket, Row, Snapshot
 from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix
 
 __all__ = ["MemoryStore"]
@@ -70,7 +71,7 @@ class MemoryStore:
     """A compact in-memory store; ``atomic()`` keeps an undo log and rolls back on error.
 
     Documents are kept encoded (compact JSON by shape, see
-    :mod:`learnloop.store._packed`), so a caller never shares an object with the
+    :mod:`learnloop.store._codec`), so a caller never shares an object with the
     store and every store returns the same thing. The events table (keys of four
     parts) keeps one packed bucket per learner and catalog, at about 80 bytes an
     event. A nested ``atomic()`` block that raises undoes its own writes only.
