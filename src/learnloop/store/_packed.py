@@ -58,6 +58,12 @@ def _parts(data: bytes | bytearray, pos: int, width: int) -> tuple[Key, int]:
     return tuple(parts), pos
 
 
+def _higher(high: str | None, lasts: Sequence[str]) -> str | None:
+    """The greater of ``high`` and the greatest of ``lasts`` (None: neither has any)."""
+    top = max(lasts, default=None)
+    return top if high is None or (top is not None and top > high) else high
+
+
 class Snapshot:
     """Some rows of a bucket, copied at one instant: read after the store's lock is let go.
 
@@ -93,17 +99,38 @@ class Snapshot:
 class Bucket:
     """The rows sharing a key prefix, keyed by the ``width`` remaining parts (see the module)."""
 
-    __slots__ = ("_data", "_dead", "_order", "_rows", "_width")
+    __slots__ = ("_data", "_dead", "_high", "_pending", "_rows", "_sorted", "_width")
 
     def __init__(self, width: int) -> None:
         self._width = width
         self._data = bytearray()  # records: the key's parts (length, UTF-8), then the document
         self._rows = array("q")  # per row number: record offset, update sequence (0: dead)
-        self._order = array("I")  # live row numbers in key order
+        self._sorted = array("I")  # live row numbers in key order, but for the pending ones
+        # live row numbers of keys new to the bucket, in the order of their writes, not yet in
+        # key order (they take their places when the order is next used)
+        self._pending = array("I")
+        self._high: str | None = None  # no record (live or dead) has a key's last part greater
         self._dead = 0  # bytes of dead records
 
     def __len__(self) -> int:
-        return len(self._order)
+        return len(self._sorted) + len(self._pending)
+
+    @property
+    def _order(self) -> array[int]:
+        """The live row numbers in key order."""
+        if self._pending:
+            pending, self._pending = self._pending, array("I")
+            order = self._sorted
+            if len(pending) > len(order) // 8:
+                self._sorted = array("I", sorted([*order, *pending], key=self._key))
+            else:
+                for slot in pending:
+                    order.insert(bisect_left(order, self._key(slot), key=self._key), slot)
+        return self._sorted
+
+    @_order.setter
+    def _order(self, order: array[int]) -> None:
+        self._sorted = order
 
     @property
     def nbytes(self) -> int:
@@ -111,7 +138,8 @@ class Bucket:
         return (
             self._data.__sizeof__()
             + self._rows.__sizeof__()
-            + self._order.__sizeof__()
+            + self._sorted.__sizeof__()
+            + self._pending.__sizeof__()
             + Bucket.__basicsize__
             - object.__basicsize__
         )
@@ -138,6 +166,8 @@ class Bucket:
 
     def _append(self, suffix: Key, seq: int, blob: bytes) -> int:
         slot = len(self._rows) // 2
+        if self._high is None or suffix[-1] > self._high:
+            self._high = suffix[-1]
         self._rows.append(len(self._data))
         self._rows.append(seq)
         for part in suffix:
@@ -164,6 +194,7 @@ class Bucket:
         offsets[1::2] = [row[1] for row in rows]
         self._data += b"".join(chain.from_iterable(zip(*pieces, blobs, strict=True)))
         self._rows.frombytes(offsets.tobytes())
+        self._high = _higher(self._high, [row[0][-1] for row in rows])
         return first
 
     def fill(
@@ -211,6 +242,7 @@ class Bucket:
         offsets[1::2] = seqs
         self._data += text.encode("latin-1")
         self._rows.frombytes(offsets.tobytes())
+        self._high = _higher(self._high, suffixes[-1])
         order = sorted(range(n), key=order_keys.__getitem__)
         self._order = array("I", order if first == 0 else [first + k for k in order])
         return True
@@ -274,6 +306,9 @@ class Bucket:
     # -- writing ------------------------------------------------------------------
     def put(self, suffix: Key, seq: int, blob: bytes) -> Row | None:
         """Write one row; returns the row it replaced."""
+        if self._high is None or suffix[-1] > self._high:  # a key new to the bucket: placed when next read
+            self._pending.append(self._append(suffix, seq, blob))
+            return None
         pos, old = self._find(suffix)
         slot = self._append(suffix, seq, blob)
         if old is None:
