@@ -16,8 +16,8 @@ import functools
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
-from typing import ParamSpec, TypeVar
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import Any, ParamSpec, TypeVar
 
 __all__ = ["Gate", "LearnerLocks", "shared"]
 
@@ -30,8 +30,12 @@ def shared(method: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with args[0]._gate.shared():  # type: ignore[attr-defined]
+        gate: Gate = args[0]._gate  # type: ignore[attr-defined]
+        counted = gate.enter_shared()
+        try:
             return method(*args, **kwargs)
+        finally:
+            gate.exit_shared(counted)
 
     return wrapper
 
@@ -54,24 +58,31 @@ class Gate:
 
     @contextmanager
     def shared(self) -> Iterator[None]:
-        me = threading.get_ident()
-        held = getattr(self._local, "shared", 0)
-        if self._owner == me or held:
-            self._local.shared = held + 1
-            try:
-                yield
-            finally:
-                self._local.shared = held
-            return
+        counted = self.enter_shared()
+        try:
+            yield
+        finally:
+            self.exit_shared(counted)
+
+    def enter_shared(self) -> bool:
+        """Enter the gate in shared mode; returns what :meth:`exit_shared` is to be given
+        (whether this entry counts among the shared holders, or re-enters a hold of the thread)."""
+        local = self._local
+        held = getattr(local, "shared", 0)
+        if held or self._owner == threading.get_ident():
+            local.shared = held + 1
+            return False
         with self._cond:
             while self._owner is not None or self._waiting:
                 self._cond.wait()
             self._shared += 1
-        self._local.shared = 1
-        try:
-            yield
-        finally:
-            self._local.shared = 0
+        local.shared = 1
+        return True
+
+    def exit_shared(self, counted: bool) -> None:
+        """Leave what :meth:`enter_shared` entered."""
+        self._local.shared -= 1
+        if counted:
             with self._cond:
                 self._shared -= 1
                 if not self._shared:
@@ -120,14 +131,17 @@ class LearnerLocks:
     def _stripe(self, key: tuple[str, ...]) -> int:
         return zlib.crc32("\x1f".join(key).encode("utf-8", "surrogatepass")) % len(self._locks)
 
-    @contextmanager
-    def hold(self, keys: Iterable[tuple[str, ...]]) -> Iterator[None]:
+    def hold(self, keys: Iterable[tuple[str, ...]]) -> AbstractContextManager[Any]:
+        """The locks of ``keys``, taken in stripe order on entering the returned context."""
         stripes = sorted({self._stripe(k) for k in keys})
         if len(stripes) == 1:  # one learner (a session's step): its lock alone
-            with self._locks[stripes[0]]:
-                yield
-            return
+            return self._locks[stripes[0]]
+        return self._hold([self._locks[s] for s in stripes])
+
+    @staticmethod
+    @contextmanager
+    def _hold(locks: list[threading.RLock]) -> Iterator[None]:
         with ExitStack() as stack:
-            for s in stripes:
-                stack.enter_context(self._locks[s])
+            for lock in locks:
+                stack.enter_context(lock)
             yield

@@ -112,6 +112,8 @@ class BatchPlan:
 
 
 def _revisions(store: Store, app: str, learners: list[Learner]) -> dict[Learner, Revision]:
+    if len(learners) == 1:  # (a session's step) one read
+        return {learners[0]: Revision.from_doc(store.get("learners", app, learners[0]))}
     found = store.get_many("learners", app, learners)
     return {(k[0], k[1]): Revision.from_doc(doc) for k, doc in found.items()}
 

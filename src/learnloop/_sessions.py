@@ -70,6 +70,9 @@ class Sessions:
         self.seed = seed
         self.policies = policies
         self._specs: LRUCache[tuple[str, str], SessionSpec] = LRUCache(max_items=4096)
+        # per session: the document this engine last wrote and the state it holds, used while the
+        # stored document is equal to it (another engine's write, or a rollback, makes them differ)
+        self._states: LRUCache[tuple[str, str], tuple[SessionState, Mapping[str, Any]]] = LRUCache(max_items=4096)
         # per assessment session: the positions administered so far, for (index, items assessed)
         self._administered: LRUCache[tuple[str, str], tuple[CatalogIndex, int, BoolArray]] = LRUCache(max_items=1024)
         self._signer = ContextSigner(secret if secret is not None else self._stored_secret())
@@ -169,8 +172,10 @@ class Sessions:
             started_at=self.clock(),
             constraint_counts=(0,) * len(constraints),
         )
-        self.store.put_many("sessions", app, [((session_id,), state.to_doc())])
+        doc = state.to_doc()
+        self.store.put_many("sessions", app, [((session_id,), doc)])
         self._specs.put((app, session_id), parsed)
+        self._states.put((app, session_id), (state.as_stored(), doc))
         return self._signer.sign(app, "s", {"id": session_id})
 
     def session(self, session_context: str, *, app: str = "default") -> SessionState:
@@ -189,14 +194,25 @@ class Sessions:
         return spec if spec is not None else self._session_by_id(app, session_id).spec
 
     def _session_by_id(self, app: str, session_id: str) -> SessionState:
+        return self._stored_session(app, session_id)[0]
+
+    def _stored_session(
+        self, app: str, session_id: str
+    ) -> tuple[SessionState, tuple[SessionState, Mapping[str, Any]] | None]:
+        """The session as stored now, and (when it is the one this engine last wrote) that state
+        with its document, for :meth:`SessionState.to_doc` to reuse."""
+        key = (app, session_id)
         doc = self.store.get("sessions", app, (session_id,))
         if doc is None:
             raise ContextError("stale session context: the session no longer exists")
-        spec = self._specs.get((app, session_id))
+        written = self._states.get(key)
+        if written is not None and written[1] == doc:
+            return written[0], written
+        spec = self._specs.get(key)
         state = SessionState.from_doc(dict(json_doc(doc)), spec=spec)
         if spec is None:
-            self._specs.put((app, session_id), state.spec)
-        return state
+            self._specs.put(key, state.spec)
+        return state, None
 
     def _session_rng(self, app: str, session: SessionState, n_events: int) -> np.random.Generator:
         """The session's random stream: with a seed, a function of the seed and the
@@ -268,7 +284,7 @@ class Sessions:
             )
             entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
             with self.store.atomic():
-                session = self._session_by_id(app, session_id)  # as stored now (raises before any write)
+                session, written = self._stored_session(app, session_id)  # (raises before any write)
                 try:
                     self.learners.tracker.write(app, plan, check=True)
                 except StaleError:  # another process wrote this learner meanwhile: redo inside
@@ -284,7 +300,9 @@ class Sessions:
                     tested = [i.item_id for i in plan.changed if i.kind == "attempt"]
                     session = _with_assessed(session, tested)
                 step, after = self._recommend(app, session, model, entry)
-                self.store.put_many("sessions", app, [((session.session_id,), after.to_doc())])
+                doc = after.to_doc(like=written)
+                self.store.put_many("sessions", app, [((session_id,), doc)])
+            self._states.put((app, session_id), (after.as_stored(), doc))
             self.learners.tracker.install(entries)
         return step
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
+from typing import Any
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from learnloop.errors import ContextError
 from learnloop.recommend.context import ContextSigner
@@ -55,3 +63,29 @@ def test_a_payload_that_json_would_change_is_not_remembered_when_signed() -> Non
     signer = ContextSigner(b"secret")
     token = signer.sign("a", "r", {"x": 0.5, "l": (1, 2)})
     assert signer.verify(token, app="a", kind="r") == {"x": 0.5, "l": [1, 2]}
+
+
+_VALUES = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["plain", 'quote"d', "back\\slash", "tab\t", "del\x7f", "é", "\ud800"]),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    app=st.text(max_size=8),
+    kind=st.sampled_from(["r", "s", 'q"']),
+    payload=st.dictionaries(st.text(max_size=6), _VALUES, max_size=5),
+)
+def test_a_token_is_the_hmac_of_the_sorted_compact_json_of_app_kind_and_payload(
+    app: str, kind: str, payload: dict[str, Any]
+) -> None:
+    secret = b"secret"
+    body = json.dumps({"a": app, "k": kind, "p": payload}, separators=(",", ":"), sort_keys=True).encode()
+    encoded = base64.urlsafe_b64encode(body).rstrip(b"=")
+    mac = base64.urlsafe_b64encode(hmac.new(secret, encoded, hashlib.sha256).digest()[:18]).rstrip(b"=")
+    assert ContextSigner(secret).sign(app, kind, payload) == f"{encoded.decode()}.{mac.decode()}"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from learnloop.store._packed import DocCodec
+from learnloop.store._codec import DocCodec
 from learnloop.store.base import decode_doc, encode_doc, json_bytes, json_value
 
 scalars = st.one_of(

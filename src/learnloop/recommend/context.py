@@ -23,6 +23,10 @@ _REMEMBERED = 4096
 _AS_DECODED = (str, int, bool, type(None))
 
 
+#: the payload's JSON (one encoder for every call: ``json.dumps`` with options makes one per call)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
+
+
 def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
@@ -58,8 +62,7 @@ class ContextSigner:
         return _b64(mac.digest()[:18])
 
     def sign(self, app: str, kind: str, payload: dict[str, Any]) -> str:
-        body = json.dumps({"a": app, "k": kind, "p": payload}, separators=(",", ":"), sort_keys=True).encode()
-        encoded = _b64(body)
+        encoded = _b64(_ENCODER.encode({"a": app, "k": kind, "p": payload}).encode())
         token = f"{encoded}.{self._mac(encoded.encode())}"
         if all(k.__class__ is str and v.__class__ in _AS_DECODED for k, v in payload.items()):
             # what verify() would decode is the payload itself, its keys sorted: remember it
@@ -68,9 +71,10 @@ class ContextSigner:
         return token
 
     def _remember(self, token: str, app: str, kind: str, payload: dict[str, Any]) -> None:
+        """Remember ``payload``, a dict that nothing else holds."""
         if len(self._verified) >= _REMEMBERED:
             self._verified.clear()
-        self._verified[(token, app, kind)] = dict(payload)
+        self._verified[(token, app, kind)] = payload
 
     def verify(self, token: str, *, app: str, kind: str) -> dict[str, Any]:
         """The payload of ``token``; :class:`ContextError` when malformed, forged, foreign or of another kind.
@@ -88,7 +92,7 @@ class ContextSigner:
             if known is not None:
                 return dict(known)
         payload = self._verify(token, app=app, kind=kind)
-        self._remember(token, app, kind, payload)
+        self._remember(token, app, kind, dict(payload))
         return payload
 
     def _verify(self, token: str, *, app: str, kind: str) -> dict[str, Any]:

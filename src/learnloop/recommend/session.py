@@ -8,8 +8,9 @@ conditions can be reported and constraints kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
@@ -89,7 +90,35 @@ class SessionState:
     last_topic: str | None = None
     assessed: tuple[str, ...] = field(default=())
 
-    def to_doc(self) -> dict[str, Any]:
+    def to_doc(self, *, like: tuple[SessionState, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+        """The stored document. ``like``: an earlier state of this session with its document made
+        by this method, whose parts that did not change (the spec, the times) are taken as they are."""
+        if like is not None:
+            before, doc = like
+            if (
+                before.spec is self.spec
+                and before.session_id == self.session_id
+                and before.started_at == self.started_at
+            ):
+                last = self.last_event_at
+                return {
+                    "session_id": doc["session_id"],
+                    "spec": doc["spec"],
+                    "started_at": doc["started_at"],
+                    "interaction_count": self.interaction_count,
+                    "last_event_at": (
+                        doc["last_event_at"]
+                        if last == before.last_event_at
+                        else None
+                        if last is None
+                        else format_timestamp(last)
+                    ),
+                    "recommendation_count": self.recommendation_count,
+                    "constraint_counts": list(self.constraint_counts),
+                    "last_item": self.last_item,
+                    "last_topic": self.last_topic,
+                    "assessed": list(self.assessed),
+                }
         return {
             "session_id": self.session_id,
             "spec": self.spec.model_dump(mode="json", exclude_none=True),
@@ -117,6 +146,24 @@ class SessionState:
             last_item=doc["last_item"],
             last_topic=doc["last_topic"],
             assessed=tuple(doc["assessed"]),
+        )
+
+    def as_stored(self) -> SessionState:
+        """The state as :meth:`from_doc` reads it back from :meth:`to_doc` (times in UTC, to the millisecond)."""
+        if _stored_time(self.started_at) and (self.last_event_at is None or _stored_time(self.last_event_at)):
+            return self
+        last = self.last_event_at
+        return SessionState(
+            self.session_id,
+            self.spec,
+            parse_timestamp(format_timestamp(self.started_at)),
+            self.interaction_count,
+            None if last is None else parse_timestamp(format_timestamp(last)),
+            self.recommendation_count,
+            self.constraint_counts,
+            self.last_item,
+            self.last_topic,
+            self.assessed,
         )
 
     def duration_ms(self, now: datetime) -> int:
@@ -154,4 +201,22 @@ class SessionState:
         last = self.last_event_at
         if latest is not None and (last is None or latest > last):
             last = latest
-        return replace(self, interaction_count=self.interaction_count + count, last_event_at=last)
+        if not count and last is self.last_event_at:
+            return self
+        return SessionState(
+            self.session_id,
+            self.spec,
+            self.started_at,
+            self.interaction_count + count,
+            last,
+            self.recommendation_count,
+            self.constraint_counts,
+            self.last_item,
+            self.last_topic,
+            self.assessed,
+        )
+
+
+def _stored_time(moment: datetime) -> bool:
+    """Whether ``moment`` is what :func:`parse_timestamp` makes of its :func:`format_timestamp`."""
+    return moment.tzinfo is UTC and not moment.microsecond % 1000 and not moment.fold

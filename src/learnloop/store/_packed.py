@@ -1,8 +1,5 @@
-"""Compact forms for :class:`~learnloop.store.MemoryStore`: documents by shape, rows packed in buckets.
-
-A document is kept as the JSON array of its values behind the id of its
-*shape* (its field names, and which fields repeat a part of its key: those are
-not stored again). An event document of the engine comes to about 25 bytes.
+"""Compact forms for :class:`~learnloop.store.MemoryStore`: rows packed in buckets (documents
+are kept by shape, see :mod:`learnloop.store._codec`).
 
 The rows of a wide table (the events) are grouped in buckets by their first
 two key parts (one bucket per learner and catalog): a bucket holds its rows in
@@ -14,165 +11,25 @@ bucket is compacted once the dead bytes outweigh the live ones.
 
 from __future__ import annotations
 
-import threading
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
 
-from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_texts, json_value, plain_strings
+from learnloop.store.base import Key
 
-__all__ = ["Bucket", "DocCodec", "Row", "Snapshot"]
+__all__ = ["Bucket", "Row", "Snapshot"]
 
 #: a stored row: (update sequence, encoded document)
 Row = tuple[int, bytes]
 
-_RAW = 0x00  # b"\x00" + the raw bytes (as encode_doc)
-_SHAPED1 = 0x01  # one byte of shape id, then the JSON array of the values
-_SHAPED2 = 0x02  # two bytes of shape id, then the JSON array of the values
-_OBJECT = 0x7B  # "{": a plain JSON object (as encode_doc)
-#: shapes remembered per store; documents of other shapes are kept as plain JSON objects
-MAX_SHAPES = 1 << 16
 #: a snapshot of at most this many rows copies them one by one, a larger one the whole bucket
 _SMALL = 64
 
 
-class DocCodec:
-    """Documents to bytes and back, given their key (see the module's docstring).
-
-    Decoding gives what :func:`~learnloop.store.base.decode_doc` gives for
-    :func:`~learnloop.store.base.encode_doc`'s bytes (tuples come back as lists).
-
-    >>> codec = DocCodec()
-    >>> blob = codec.encode({"user": "u1", "score": 0.5, "tags": ("a",)}, ("u1",))
-    >>> blob, codec.decode(blob, ("u1",))
-    (b'\\x01\\x00[0.5,["a"]]', {'user': 'u1', 'score': 0.5, 'tags': ['a']})
-    """
-
-    def __init__(self) -> None:
-        self._ids: dict[tuple[tuple[str, ...], tuple[int, ...]], int] = {}
-        self._shapes: list[tuple[tuple[str, ...], tuple[int, ...], bool]] = []
-        self._lock = threading.Lock()
-        # field names -> the shape their last document had: (field, key part) pairs, the other fields, its header
-        self._by_names: dict[tuple[str, ...], tuple[tuple[tuple[int, int], ...], tuple[int, ...], bytes]] = {}
-
-    def __len__(self) -> int:
-        return len(self._shapes)
-
-    def encode(self, doc: Doc, key: Key) -> bytes:
-        """Raises TypeError or ValueError for a document that is not JSON-serialisable."""
-        if isinstance(doc, (bytes, bytearray, memoryview)) or not isinstance(doc, Mapping):
-            return encode_doc(doc)
-        fields = doc if doc.__class__ is dict else dict(doc)
-        names = tuple(fields)
-        known = self._by_names.get(names)
-        if known is not None:  # the fields that repeated the key last time may repeat it again
-            pairs, keep, head = known
-            given = tuple(fields.values())
-            for at, part in pairs:
-                value = given[at]
-                if value.__class__ is not str or value != key[part]:
-                    break
-            else:
-                return head + json_bytes([given[at] for at in keep])
-        refs: list[int] = []
-        values: list[Any] = []
-        for name, value in fields.items():
-            if name.__class__ is not str:
-                return encode_doc(fields)  # JSON turns such names into strings: kept as JSON does
-            if value.__class__ is str and value in key:  # the first key part equal to it
-                refs.append(key.index(value))
-            else:
-                refs.append(-1)
-                values.append(value)
-        body = json_bytes(values)
-        shape = (names, tuple(refs))
-        sid = self._ids.get(shape)
-        if sid is None:
-            sid = self._register(shape)
-            if sid is None:
-                return encode_doc(fields)
-        head = bytes((_SHAPED1, sid)) if sid < 0x100 else bytes((_SHAPED2, sid & 0xFF, sid >> 8))
-        if len(self._by_names) < MAX_SHAPES:
-            pairs = tuple((at, ref) for at, ref in enumerate(refs) if ref >= 0)
-            self._by_names[names] = (pairs, tuple(at for at, ref in enumerate(refs) if ref < 0), head)
-        return head + body
-
-    def shape_columns(
-        self, keys: Sequence[Sequence[str]], fields: Mapping[str, Sequence[Any]]
-    ) -> tuple[bytes, str, list[Sequence[Any]]] | None:
-        """The shape of :class:`~learnloop.store.base.Columns` rows: ``(head, body, values)``,
-        where row ``k``'s document is ``head + (body % values_k).encode()`` (``values_k``: the
-        ``k``-th entry of each of ``values``). A field is taken as repeating a key part only when
-        its whole column does. None when the columns do not suit (a field present in some rows
-        only, values that are not plain strings or numbers): the rows are then encoded one by one."""
-        names: list[str] = []
-        refs: list[int] = []
-        formats: list[str] = []
-        values: list[Sequence[Any]] = []
-        for name, column in fields.items():
-            kinds = set(map(type, column))
-            if kinds == {_NONE}:
-                continue
-            if _NONE in kinds or name.__class__ is not str:
-                return None
-            names.append(name)
-            part = next((j for j, key_part in enumerate(keys) if column == key_part), -1) if kinds == {str} else -1
-            refs.append(part)
-            if part >= 0:
-                continue
-            if plain_strings(column, kinds=kinds):
-                formats.append('"%s"')
-                values.append(column)
-            else:
-                text = json_texts(column, kinds=kinds)
-                if text is None:
-                    return None
-                formats.append("%s")
-                values.append(text)
-        shape = (tuple(names), tuple(refs))
-        sid = self._ids.get(shape)
-        if sid is None:
-            sid = self._register(shape)
-            if sid is None:
-                return None
-        head = bytes((_SHAPED1, sid)) if sid < 0x100 else bytes((_SHAPED2, sid & 0xFF, sid >> 8))
-        return head, "[" + ",".join(formats) + "]", values
-
-    def _register(self, shape: tuple[tuple[str, ...], tuple[int, ...]]) -> int | None:
-        with self._lock:
-            sid = self._ids.get(shape)
-            if sid is None:
-                if len(self._shapes) >= MAX_SHAPES:
-                    return None
-                sid = len(self._shapes)
-                self._shapes.append((*shape, any(r >= 0 for r in shape[1])))
-                self._ids[shape] = sid
-            return sid
-
-    def decode(self, blob: bytes, key: Key) -> Doc:
-        tag = blob[0] if blob else _OBJECT
-        if tag == _RAW:
-            return blob[1:]
-        if tag == _SHAPED1:
-            sid, start = blob[1], 2
-        elif tag == _SHAPED2:
-            sid, start = blob[1] | blob[2] << 8, 3
-        else:
-            decoded: Doc = json_value(blob)
-            return decoded
-        names, refs, keyed = self._shapes[sid]
-        values = json_value(blob[start:])
-        if not keyed:
-            return dict(zip(names, values, strict=True))
-        pending = iter(values)
-        return {name: key[ref] if ref >= 0 else next(pending) for name, ref in zip(names, refs, strict=True)}
-
-
-_NONE = type(None)
 #: the one-byte size prefixes of key parts shorter than 255 bytes
 _SIZES = [bytes((n,)) for n in range(0xFF)]
 
@@ -199,6 +56,12 @@ def _parts(data: bytes | bytearray, pos: int, width: int) -> tuple[Key, int]:
         parts.append(data[pos : pos + size].decode("utf-8", "surrogatepass"))
         pos += size
     return tuple(parts), pos
+
+
+def _higher(high: str | None, lasts: Sequence[str]) -> str | None:
+    """The greater of ``high`` and the greatest of ``lasts`` (None: neither has any)."""
+    top = max(lasts, default=None)
+    return top if high is None or (top is not None and top > high) else high
 
 
 class Snapshot:
@@ -236,17 +99,38 @@ class Snapshot:
 class Bucket:
     """The rows sharing a key prefix, keyed by the ``width`` remaining parts (see the module)."""
 
-    __slots__ = ("_data", "_dead", "_order", "_rows", "_width")
+    __slots__ = ("_data", "_dead", "_high", "_pending", "_rows", "_sorted", "_width")
 
     def __init__(self, width: int) -> None:
         self._width = width
         self._data = bytearray()  # records: the key's parts (length, UTF-8), then the document
         self._rows = array("q")  # per row number: record offset, update sequence (0: dead)
-        self._order = array("I")  # live row numbers in key order
+        self._sorted = array("I")  # live row numbers in key order, but for the pending ones
+        # live row numbers of keys new to the bucket, in the order of their writes, not yet in
+        # key order (they take their places when the order is next used)
+        self._pending = array("I")
+        self._high: str | None = None  # no record (live or dead) has a key's last part greater
         self._dead = 0  # bytes of dead records
 
     def __len__(self) -> int:
-        return len(self._order)
+        return len(self._sorted) + len(self._pending)
+
+    @property
+    def _order(self) -> array[int]:
+        """The live row numbers in key order."""
+        if self._pending:
+            pending, self._pending = self._pending, array("I")
+            order = self._sorted
+            if len(pending) > len(order) // 8:
+                self._sorted = array("I", sorted([*order, *pending], key=self._key))
+            else:
+                for slot in pending:
+                    order.insert(bisect_left(order, self._key(slot), key=self._key), slot)
+        return self._sorted
+
+    @_order.setter
+    def _order(self, order: array[int]) -> None:
+        self._sorted = order
 
     @property
     def nbytes(self) -> int:
@@ -254,7 +138,8 @@ class Bucket:
         return (
             self._data.__sizeof__()
             + self._rows.__sizeof__()
-            + self._order.__sizeof__()
+            + self._sorted.__sizeof__()
+            + self._pending.__sizeof__()
             + Bucket.__basicsize__
             - object.__basicsize__
         )
@@ -281,6 +166,8 @@ class Bucket:
 
     def _append(self, suffix: Key, seq: int, blob: bytes) -> int:
         slot = len(self._rows) // 2
+        if self._high is None or suffix[-1] > self._high:
+            self._high = suffix[-1]
         self._rows.append(len(self._data))
         self._rows.append(seq)
         for part in suffix:
@@ -307,6 +194,7 @@ class Bucket:
         offsets[1::2] = [row[1] for row in rows]
         self._data += b"".join(chain.from_iterable(zip(*pieces, blobs, strict=True)))
         self._rows.frombytes(offsets.tobytes())
+        self._high = _higher(self._high, [row[0][-1] for row in rows])
         return first
 
     def fill(
@@ -354,6 +242,7 @@ class Bucket:
         offsets[1::2] = seqs
         self._data += text.encode("latin-1")
         self._rows.frombytes(offsets.tobytes())
+        self._high = _higher(self._high, suffixes[-1])
         order = sorted(range(n), key=order_keys.__getitem__)
         self._order = array("I", order if first == 0 else [first + k for k in order])
         return True
@@ -417,6 +306,9 @@ class Bucket:
     # -- writing ------------------------------------------------------------------
     def put(self, suffix: Key, seq: int, blob: bytes) -> Row | None:
         """Write one row; returns the row it replaced."""
+        if self._high is None or suffix[-1] > self._high:  # a key new to the bucket: placed when next read
+            self._pending.append(self._append(suffix, seq, blob))
+            return None
         pos, old = self._find(suffix)
         slot = self._append(suffix, seq, blob)
         if old is None:

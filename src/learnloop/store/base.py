@@ -179,6 +179,7 @@ def check_prefix(table: str, prefix: Key) -> None:
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _NONE = type(None)
 _SCALARS = frozenset((str, int, float, bool, _NONE))
+_STR = frozenset((str,))
 
 
 def json_bytes(value: list[Any] | dict[str, Any]) -> bytes:
@@ -196,9 +197,9 @@ def json_bytes(value: list[Any] | dict[str, Any]) -> bytes:
     (b'["a",1,0.5,null,true]', b'{"x":[1,2]}')
     """
     if value.__class__ is dict:
-        flat = all(k.__class__ is str and v.__class__ in _SCALARS for k, v in value.items())
+        flat = _SCALARS.issuperset(map(type, value.values())) and _STR.issuperset(map(type, value))
     else:
-        flat = all(v.__class__ in _SCALARS for v in value)
+        flat = _SCALARS.issuperset(map(type, value))
     if flat:
         try:
             return to_json(value)

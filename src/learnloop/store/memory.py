@@ -5,12 +5,14 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from itertools import count as _counter
 from itertools import islice
+from types import TracebackType
 from typing import Any, Literal
 
-from learnloop.store._packed import Bucket, DocCodec, Row, Snapshot
+from learnloop.store._codec import DocCodec
+from learnloop.store._packed import Bucket, Row, Snapshot
 from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix
 
 __all__ = ["MemoryStore"]
@@ -69,7 +71,7 @@ class MemoryStore:
     """A compact in-memory store; ``atomic()`` keeps an undo log and rolls back on error.
 
     Documents are kept encoded (compact JSON by shape, see
-    :mod:`learnloop.store._packed`), so a caller never shares an object with the
+    :mod:`learnloop.store._codec`), so a caller never shares an object with the
     store and every store returns the same thing. The events table (keys of four
     parts) keeps one packed bucket per learner and catalog, at about 80 bytes an
     event. A nested ``atomic()`` block that raises undoes its own writes only.
@@ -176,22 +178,8 @@ class MemoryStore:
         return flat, []
 
     # -- transactions -------------------------------------------------------------------
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
-        with self._lock:
-            outer = self._undo is None
-            if outer:
-                self._undo = []
-            assert self._undo is not None
-            mark = len(self._undo)
-            try:
-                yield
-            except BaseException:
-                self._rollback(mark)
-                raise
-            finally:
-                if outer:
-                    self._undo = None
+    def atomic(self) -> AbstractContextManager[None]:
+        return _Transaction(self)
 
     def _rollback(self, mark: int) -> None:
         assert self._undo is not None
@@ -374,6 +362,34 @@ class MemoryStore:
                 into = out.setdefault(table, {"rows": 0, "documents": 0, "keys": 0})
                 into["keys"] += size(heads) + sum(once(v) if isinstance(v, set) else 0 for v in heads.values())
         return out
+
+
+class _Transaction:
+    """One ``atomic()`` block of a :class:`MemoryStore`: the store's lock held, its writes undone
+    when the block raises (a nested block's own writes only)."""
+
+    __slots__ = ("_mark", "_outer", "_store")
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        store = self._store
+        store._lock.acquire()
+        self._outer = store._undo is None
+        if self._outer:
+            store._undo = []
+        self._mark = len(store._undo)  # type: ignore[arg-type]
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        store = self._store
+        try:
+            if kind is not None:
+                store._rollback(self._mark)
+        finally:
+            if self._outer:
+                store._undo = None
+            store._lock.release()
 
 
 def _blobs(head: bytes, body: str, values: list[Sequence[Any]], n: int) -> list[bytes]:

@@ -1,0 +1,158 @@
+"""Documents by shape, for :class:`~learnloop.store.MemoryStore`.
+
+A document is kept as the JSON array of its values behind the id of its
+*shape* (its field names, and which fields repeat a part of its key: those are
+not stored again). An event document of the engine comes to about 25 bytes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_texts, json_value, plain_strings
+
+__all__ = ["MAX_SHAPES", "DocCodec"]
+
+_RAW = 0x00  # b"\x00" + the raw bytes (as encode_doc)
+_SHAPED1 = 0x01  # one byte of shape id, then the JSON array of the values
+_SHAPED2 = 0x02  # two bytes of shape id, then the JSON array of the values
+_OBJECT = 0x7B  # "{": a plain JSON object (as encode_doc)
+#: shapes remembered per store; documents of other shapes are kept as plain JSON objects
+MAX_SHAPES = 1 << 16
+_NONE = type(None)
+
+
+class DocCodec:
+    """Documents to bytes and back, given their key (see the module's docstring).
+
+    Decoding gives what :func:`~learnloop.store.base.decode_doc` gives for
+    :func:`~learnloop.store.base.encode_doc`'s bytes (tuples come back as lists).
+
+    >>> codec = DocCodec()
+    >>> blob = codec.encode({"user": "u1", "score": 0.5, "tags": ("a",)}, ("u1",))
+    >>> blob, codec.decode(blob, ("u1",))
+    (b'\\x01\\x00[0.5,["a"]]', {'user': 'u1', 'score': 0.5, 'tags': ['a']})
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[tuple[str, ...], tuple[int, ...]], int] = {}
+        self._shapes: list[tuple[tuple[str, ...], tuple[int, ...], bool]] = []
+        self._lock = threading.Lock()
+        # field names -> the shape their last document had: (field, key part) pairs, the other fields, its header
+        self._by_names: dict[tuple[str, ...], tuple[tuple[tuple[int, int], ...], tuple[int, ...], bytes]] = {}
+
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+    def encode(self, doc: Doc, key: Key) -> bytes:
+        """Raises TypeError or ValueError for a document that is not JSON-serialisable."""
+        if doc.__class__ is not dict and (
+            isinstance(doc, (bytes, bytearray, memoryview)) or not isinstance(doc, Mapping)
+        ):
+            return encode_doc(doc)
+        fields = doc if doc.__class__ is dict else dict(doc)
+        names = tuple(fields)
+        known = self._by_names.get(names)
+        if known is not None:  # the fields that repeated the key last time may repeat it again
+            pairs, keep, head = known
+            given = tuple(fields.values())
+            for at, part in pairs:
+                value = given[at]
+                if value.__class__ is not str or value != key[part]:
+                    break
+            else:
+                return head + json_bytes([given[at] for at in keep])
+        refs: list[int] = []
+        values: list[Any] = []
+        for name, value in fields.items():
+            if name.__class__ is not str:
+                return encode_doc(fields)  # JSON turns such names into strings: kept as JSON does
+            if value.__class__ is str and value in key:  # the first key part equal to it
+                refs.append(key.index(value))
+            else:
+                refs.append(-1)
+                values.append(value)
+        body = json_bytes(values)
+        shape = (names, tuple(refs))
+        sid = self._ids.get(shape)
+        if sid is None:
+            sid = self._register(shape)
+            if sid is None:
+                return encode_doc(fields)
+        head = bytes((_SHAPED1, sid)) if sid < 0x100 else bytes((_SHAPED2, sid & 0xFF, sid >> 8))
+        if len(self._by_names) < MAX_SHAPES:
+            pairs = tuple((at, ref) for at, ref in enumerate(refs) if ref >= 0)
+            self._by_names[names] = (pairs, tuple(at for at, ref in enumerate(refs) if ref < 0), head)
+        return head + body
+
+    def shape_columns(
+        self, keys: Sequence[Sequence[str]], fields: Mapping[str, Sequence[Any]]
+    ) -> tuple[bytes, str, list[Sequence[Any]]] | None:
+        """The shape of :class:`~learnloop.store.base.Columns` rows: ``(head, body, values)``,
+        where row ``k``'s document is ``head + (body % values_k).encode()`` (``values_k``: the
+        ``k``-th entry of each of ``values``). A field is taken as repeating a key part only when
+        its whole column does. None when the columns do not suit (a field present in some rows
+        only, values that are not plain strings or numbers): the rows are then encoded one by one."""
+        names: list[str] = []
+        refs: list[int] = []
+        formats: list[str] = []
+        values: list[Sequence[Any]] = []
+        for name, column in fields.items():
+            kinds = set(map(type, column))
+            if kinds == {_NONE}:
+                continue
+            if _NONE in kinds or name.__class__ is not str:
+                return None
+            names.append(name)
+            part = next((j for j, key_part in enumerate(keys) if column == key_part), -1) if kinds == {str} else -1
+            refs.append(part)
+            if part >= 0:
+                continue
+            if plain_strings(column, kinds=kinds):
+                formats.append('"%s"')
+                values.append(column)
+            else:
+                text = json_texts(column, kinds=kinds)
+                if text is None:
+                    return None
+                formats.append("%s")
+                values.append(text)
+        shape = (tuple(names), tuple(refs))
+        sid = self._ids.get(shape)
+        if sid is None:
+            sid = self._register(shape)
+            if sid is None:
+                return None
+        head = bytes((_SHAPED1, sid)) if sid < 0x100 else bytes((_SHAPED2, sid & 0xFF, sid >> 8))
+        return head, "[" + ",".join(formats) + "]", values
+
+    def _register(self, shape: tuple[tuple[str, ...], tuple[int, ...]]) -> int | None:
+        with self._lock:
+            sid = self._ids.get(shape)
+            if sid is None:
+                if len(self._shapes) >= MAX_SHAPES:
+                    return None
+                sid = len(self._shapes)
+                self._shapes.append((*shape, any(r >= 0 for r in shape[1])))
+                self._ids[shape] = sid
+            return sid
+
+    def decode(self, blob: bytes, key: Key) -> Doc:
+        tag = blob[0] if blob else _OBJECT
+        if tag == _RAW:
+            return blob[1:]
+        if tag == _SHAPED1:
+            sid, start = blob[1], 2
+        elif tag == _SHAPED2:
+            sid, start = blob[1] | blob[2] << 8, 3
+        else:
+            decoded: Doc = json_value(blob)
+            return decoded
+        names, refs, keyed = self._shapes[sid]
+        values = json_value(blob[start:])
+        if not keyed:
+            return dict(zip(names, values, strict=True))
+        pending = iter(values)
+        return {name: key[ref] if ref >= 0 else next(pending) for name, ref in zip(names, refs, strict=True)}
