@@ -57,29 +57,13 @@ from typing import Any
 
 import numpy as np
 
+from ._apply import Rows, apply_event, blank_ability_row, blank_memory_row, merged
 from ._rates import per_topic
 from ._types import ArrayLike, BoolArray, FloatArray
-from .ability import update_ability, update_additive
-from .forgetting import Memory, MemoryModel, as_epoch_seconds, recall_probability
+from .forgetting import MemoryModel, as_epoch_seconds, recall_probability
 from .irt import expected_p_correct
 from .predictions import Predictions, TopicRuns, topic_sums
-from .state import (
-    _ATT,
-    _DIFF,
-    _FRAC,
-    _LAPSE,
-    _LAST,
-    _REV,
-    _SCORE,
-    _SKIP,
-    _STAB,
-    _TIME,
-    _TS,
-    LearnerState,
-    _empty,
-    _frozen,
-    _with_rows,
-)
+from .state import _ATT, _FRAC, _LAST, _MEMORY_BLANK, _STAB, _TIME, _TS, LearnerState, _empty, _frozen, _with_rows
 from .status import Status, display_skill, item_credit
 from .structure import Event, ItemParams, TopicStructure
 
@@ -203,29 +187,43 @@ class LearnerModel:
         return self.update_many(state, (event,))
 
     def update_many(self, state: LearnerState, events: Iterable[Event]) -> LearnerState:
-        """Apply events in the given order; the per-item rows copied are only those of the
+        """Apply events in the given order; the rows copied are only those of the topics and
         items the learner met (and the new ones), not the whole catalog."""
         events = list(events)
-        ability = state._ability_table()
-        momentum = state.momentum.tolist()
-        memory = state._memory_table()
         n = state.n_items
         positions = [e.item for e in events if isinstance(e.item, (int, np.integer)) and 0 <= e.item < n]
         touched, rows, sig, slots = _with_rows(state, positions)
+        item_rows = {p: rows[s].tolist() for p, s in slots.items()}
+        sigs = {p: int(sig[s]) for p, s in slots.items()}
+        overall = state.n_topics
+        blank = state.ability_blank.tolist()
+        ability = Rows(state.ability_topics, state.ability_rows, blank, overall, state.overall_row.tolist())
+        memory = Rows(state.memory_topics, state.memory_rows, _MEMORY_BLANK)
+        momentum = state.momentum.tolist()
         n_events = state.n_events
         for event in events:
-            if self._apply(ability, memory, rows, sig, slots, event, momentum):
+            if apply_event(self, ability, memory, item_rows, sigs, event, momentum):
                 n_events += 1
-        return LearnerState.make(
-            ability,
-            memory,
+        for p, s in slots.items():
+            rows[s] = item_rows[p]
+            sig[s] = sigs[p]
+        ability_topics, ability_rows = merged(ability, blank_ability_row(blank))
+        memory_topics, memory_rows = merged(memory, blank_memory_row)
+        same = not any(x != y for x, y in zip(momentum, state.momentum.tolist()))
+        return LearnerState(
+            ability_topics,
+            ability_rows,
+            state.ability_blank,
+            _frozen(np.array(ability[overall])) if overall in ability else state.overall_row,
+            memory_topics,
+            memory_rows,
+            overall,
             _frozen(touched),
             _frozen(rows),
             _frozen(sig),
-            n_items=n,
-            n_events=n_events,
-            momentum=np.array(momentum),
-            ability_blank=state.ability_blank,
+            n,
+            n_events,
+            state.momentum if same else _frozen(np.array(momentum, dtype=np.float64)),
         )
 
     def replay(self, events: Iterable[Event], state: LearnerState | None = None) -> LearnerState:
@@ -250,119 +248,6 @@ class LearnerModel:
         if event.topic is not None and not 0 <= event.topic < len(self._chains):
             problems.append(f"topic index {event.topic} out of range")
         return problems
-
-    def _apply(
-        self,
-        ability: FloatArray,
-        memory: FloatArray,
-        rows: FloatArray,
-        sig: np.ndarray,
-        slots: dict[int, int],
-        event: Event,
-        momentum: list[float],
-    ) -> bool:
-        problems = self._validate(event)
-        if problems:
-            raise ValueError("; ".join(problems))
-        i = int(event.item)
-        ts = as_epoch_seconds(event.timestamp)
-        signature = self.signature(event)
-        slot = slots[i]
-        row = rows[slot]
-        if row[_TS] == ts and sig[slot] == signature:
-            return False  # exact duplicate of this item's latest event
-        row[_TIME] += max(0, int(event.time_spent_ms or 0))
-        row[_TS] = ts if math.isnan(row[_TS]) else max(row[_TS], ts)
-        sig[slot] = signature
-        topic = self._item_topic[i] if event.topic is None else event.topic
-        score: float | None = None
-        if event.kind == "view_theory":
-            frac = 1.0 if event.fraction_completed is None else float(event.fraction_completed)
-            row[_FRAC] = max(row[_FRAC], frac)
-        elif event.kind == "skip":
-            row[_SKIP] += 1.0
-            score = self.skip_score
-        else:
-            row[_ATT] += 1.0
-            if self._scorable[i]:
-                if event.score is None:
-                    raise ValueError(f"an attempt on scorable item {i} needs a score")
-                score = float(event.score)
-                row[_SCORE] = score
-        if score is not None:
-            self._update_ability(
-                ability, topic, self._b[i], self._a[i], score, practice=event.practice, momentum=momentum
-            )
-            self._update_memory(memory, topic, score, ts)
-        return True
-
-    def _belief(self, ability: FloatArray, node: int) -> tuple[float, float]:
-        """Effective (mean, var) of a node: its own, or borrowed from the nearest informed ancestor."""
-        if ability[node, 2] > 0.0 or node == ability.shape[0] - 1:
-            return float(ability[node, 0]), float(ability[node, 1])
-        chain = self._chains[node]
-        for level, anc in enumerate(chain[1:], start=1):
-            if ability[anc, 2] > 0.0 or anc == ability.shape[0] - 1:
-                return float(ability[anc, 0]), float(ability[anc, 1]) + self.topic_var * level
-        raise AssertionError("unreachable: the chain ends at the overall node")
-
-    def _update_ability(
-        self,
-        ability: FloatArray,
-        topic: int,
-        b: float,
-        a: float,
-        score: float,
-        *,
-        practice: bool = True,
-        momentum: list[float] | None = None,
-    ) -> None:
-        novelty = self._nov[topic]
-        if novelty and ability[topic, 2] <= 0.0:  # the first answer on a topic: still new to the learner
-            b = b + novelty
-        if self.hierarchy == "additive":
-            chain = self._chains[topic]
-            means = [float(ability[n, 0]) for n in chain]
-            variances = [float(ability[n, 1]) for n in chain]
-            fast = self.momentum_var > 0.0 and momentum is not None
-            if fast:  # the short-lived component decays toward 0 before each answer
-                assert momentum is not None
-                means.append(self.momentum_decay * momentum[0])
-                variances.append(self.momentum_decay**2 * momentum[1] + self.momentum_var - self.drift)
-            update_additive(means, variances, b=b, score=score, a=a, drift=self.drift)
-            if fast:
-                assert momentum is not None
-                momentum[0], momentum[1] = means.pop(), variances.pop()
-            for n, m, v in zip(chain, means, variances, strict=True):
-                ability[n, 0], ability[n, 1], ability[n, 2] = m, v, ability[n, 2] + 1.0
-            if practice:
-                g, f = self._gain[topic], self._fail[topic]
-                ability[topic, 0] += g if f == g else score * g + (1.0 - score) * f
-            return
-        targets = [(node, self.parent_weight) for node in self._chains[topic][1:]]
-        targets.insert(0, (topic, 1.0))
-        targets.extend((succ, self.prerequisite_weight) for succ in self._succ[topic])
-        # read every prior before writing, so no node sees this answer twice
-        priors = [self._belief(ability, node) for node, _ in targets]
-        drift = self.drift
-        for (node, weight), (m, v) in zip(targets, priors, strict=True):
-            if weight <= 0.0:
-                continue
-            m2, v2 = update_ability(m, v, b=b, score=score, a=a, weight=weight, drift=drift)
-            ability[node, 0] = m2
-            ability[node, 1] = v2
-            ability[node, 2] += weight
-        if practice:
-            g, f = self._gain[topic], self._fail[topic]
-            ability[topic, 0] += g if f == g else score * g + (1.0 - score) * f
-
-    def _update_memory(self, memory: FloatArray, topic: int, score: float, ts: float) -> None:
-        mem = None
-        row = memory[topic]
-        if not math.isnan(row[_STAB]):
-            mem = Memory(float(row[_STAB]), float(row[_DIFF]), float(row[_LAST]), int(row[_REV]), int(row[_LAPSE]))
-        new = self.memory_model.review(mem, score=score, timestamp=ts)
-        row[:] = (new.stability, new.difficulty, new.last_review, new.reviews, new.lapses)
 
     # -- read ------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._types import BoolArray, FloatArray, IntArray
-from .irt import expected_p_correct
+from .irt import _PI_OVER_8, expected_p_correct
 from .structure import ItemParams
 
 __all__ = ["Predictions", "TopicRuns", "topic_sums"]
@@ -52,14 +52,18 @@ class TopicRuns:
         np.cumsum(np.bincount(topic, minlength=n_topics), out=ptr[1:])
         return cls(order, ptr, bool(np.array_equal(order, np.arange(order.size))))
 
-    def positions(self, topics: IntArray) -> IntArray:
-        """The positions owned by ``topics``, run after run (in the order given)."""
-        lengths = self.ptr[topics + 1] - self.ptr[topics]
-        total = int(lengths.sum())
+    def positions(self, topics: IntArray, lengths: IntArray | None = None) -> IntArray:
+        """The positions owned by ``topics``, run after run (in the order given; ``lengths``:
+        their numbers of items, when known)."""
+        starts = self.ptr[topics]
+        if lengths is None:
+            lengths = self.ptr[topics + 1] - starts
+        ends = np.cumsum(lengths)
+        total = int(ends[-1]) if ends.size else 0
         if total == 0:
             return np.zeros(0, dtype=np.intp)
-        ends = np.cumsum(lengths)
-        flat = np.repeat(self.ptr[topics] - ends + lengths, lengths) + np.arange(total)
+        flat = np.repeat(starts - ends + lengths, lengths)
+        flat += np.arange(total)
         return flat if self.identity else self.order[flat]
 
 
@@ -111,15 +115,23 @@ class Predictions:
     base: Predictions | None = None
     changed: IntArray | None = None
     where: IntArray | None = None
+    rasch: bool = False
     _sums: dict[int, tuple[np.ndarray, FloatArray]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def compute(cls, items: ItemParams, runs: TopicRuns, mean: FloatArray, sd: FloatArray) -> Predictions:
         """Everything from the beliefs."""
-        p = expected_p_correct(mean[items.topic], sd[items.topic] ** 2, items.b, items.a)
+        rasch = bool((items.a == 1.0).all())
+        if rasch:
+            p = _rasch_p(items, runs.order, runs.counts, mean, sd)  # topic after topic
+            if not runs.identity:
+                in_order, p = p, np.empty_like(p)
+                p[runs.order] = in_order
+        else:
+            p = expected_p_correct(mean[items.topic], sd[items.topic] ** 2, items.b, items.a)
         p.setflags(write=False)
-        return cls(items, runs, mean, sd, p)
+        return cls(items, runs, mean, sd, p, rasch=rasch)
 
     def advance(self, mean: FloatArray, sd: FloatArray) -> Predictions:
         """The predictions for new beliefs, recomputing only the topics whose belief changed."""
@@ -128,24 +140,28 @@ class Predictions:
         changed = np.flatnonzero((mean != self.mean) | (sd != self.sd))
         if changed.size == 0:
             return self
-        where = self.runs.positions(changed)
+        lengths = self.runs.counts[changed]
+        where = self.runs.positions(changed, lengths)
         if where.size > _FULL_SHARE * self.p.size:
             return Predictions.compute(self.items, self.runs, mean, sd)
         items = self.items
-        # ``where`` runs topic after topic: each item's belief is its topic's, repeated over the run
-        # (what ``mean[items.topic[where]]`` gathers, at a fraction of the cost)
-        lengths = self.runs.counts[changed]
-        var = np.repeat(sd[changed] ** 2, lengths)
         p = self.p.copy()
-        p[where] = expected_p_correct(np.repeat(mean[changed], lengths), var, items.b[where], items.a[where])
+        if self.rasch:
+            p[where] = _rasch_p(items, where, lengths, mean[changed], sd[changed])
+        else:
+            # ``where`` runs topic after topic: each item's belief is its topic's, repeated over the run
+            # (what ``mean[items.topic[where]]`` gathers, at a fraction of the cost)
+            var = np.repeat(sd[changed] ** 2, lengths)
+            p[where] = expected_p_correct(np.repeat(mean[changed], lengths), var, items.b[where], items.a[where])
         p.setflags(write=False)
         # only one step of history is kept, so that a chain of states is not held in memory
-        return Predictions(items, self.runs, mean, sd, p, base=self._detached(), changed=changed, where=where)
+        base = self._detached()
+        return Predictions(items, self.runs, mean, sd, p, base, changed, where, self.rasch)
 
     def _detached(self) -> Predictions:
         if self.base is None:
             return self
-        return Predictions(self.items, self.runs, self.mean, self.sd, self.p, _sums=dict(self._sums))
+        return Predictions(self.items, self.runs, self.mean, self.sd, self.p, rasch=self.rasch, _sums=dict(self._sums))
 
     def sums(self, weights: BoolArray) -> FloatArray:
         """Per topic, the sum of ``p`` over the items of ``weights`` it owns.
@@ -170,3 +186,18 @@ class Predictions:
             while len(self._sums) > 8:  # a few filters per learner at most
                 self._sums.pop(next(iter(self._sums)))
         return out
+
+
+def _rasch_p(items: ItemParams, where: IntArray, lengths: IntArray, mean: FloatArray, sd: FloatArray) -> FloatArray:
+    """:func:`~learnloop.tracing.irt.expected_p_correct` of the items at ``where`` when every
+    discrimination is 1: runs of ``lengths`` items of the topics whose beliefs are ``mean``,
+    ``sd``. The same doubles: with ``a = 1`` the scale ``sqrt(1 + pi/8 * a^2 * var)`` is
+    the topic's, and ``exp(-(m - b) / scale)`` is ``exp((b - m) / scale)`` (rounding is symmetric)."""
+    scale = np.sqrt(1.0 + _PI_OVER_8 * sd**2)
+    z = items.b[where]
+    z -= np.repeat(mean, lengths)
+    z /= np.repeat(scale, lengths)
+    with np.errstate(over="ignore"):
+        np.exp(z, out=z)
+    z += 1.0
+    return np.divide(1.0, z, out=z)
