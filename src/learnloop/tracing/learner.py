@@ -59,7 +59,7 @@ import numpy as np
 
 from ._apply import Rows, apply_event, blank_ability_row, blank_memory_row, merged
 from ._rates import per_topic
-from ._types import ArrayLike, BoolArray, FloatArray
+from ._types import ArrayLike, BoolArray, FloatArray, IntArray
 from .forgetting import MemoryModel, as_epoch_seconds, recall_probability
 from .irt import expected_p_correct
 from .predictions import Predictions, TopicRuns, topic_sums
@@ -145,7 +145,7 @@ class LearnerModel:
         self._succ = [topics.successors(t).tolist() for t in range(topics.n_topics)]
         self.runs = TopicRuns.of(items.topic, topics.n_topics)
         self.n_scorable = int(np.count_nonzero(items.scorable))
-        self._weights: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+        self._weights: dict[int, tuple[np.ndarray, tuple[int, bool, BoolArray, int]]] = {}
 
     def _set_rates(self, practice_gain: ArrayLike, failure_gain: ArrayLike, novelty: ArrayLike) -> None:
         """The per-topic settings (:mod:`learnloop.tracing.rates`): as given, and one float per topic."""
@@ -329,17 +329,18 @@ class LearnerModel:
             p = predictions.p
         else:
             p = self.predict(state) if p_correct is None else p_correct
-        n = int(np.count_nonzero(m))
-        scorable, n_scorable = self._scorable_in(m)
+        n, whole, scorable, n_scorable = self._mask_counts(m)
         prof = None
         if n_scorable:
             sums = predictions.sums(scorable) if predictions is not None else topic_sums(self.runs, p, scorable)
             prof = float(sums.sum()) / n_scorable
         # progress, time and the last interaction come from the items met only
-        in_mask = m[state.touched]
-        met, rows = state.touched[in_mask], state.rows[in_mask]
-        credit = item_credit(rows[:, _ATT], rows[:, _FRAC], self.items.is_theory[met])
-        prog = float(credit.sum()) / n if n else 0.0
+        if whole:
+            met, rows = state.touched, state.rows
+        else:
+            in_mask = m[state.touched]
+            met, rows = state.touched[in_mask], state.rows[in_mask]
+        prog = self._credit_sum(met, rows) / n if n else 0.0
         if prof is not None:
             skill = prof
         else:
@@ -358,22 +359,31 @@ class LearnerModel:
             ),
         )
 
-    def _scorable_in(self, mask: BoolArray) -> tuple[BoolArray, int]:
-        """``mask`` and scorable, with its count; the same array for the same read-only mask."""
+    def _mask_counts(self, mask: BoolArray) -> tuple[int, bool, BoolArray, int]:
+        """The items of ``mask``, whether it is the whole catalog, ``mask`` and scorable and
+        that count; kept for a read-only mask (the same array for the same mask)."""
+        found = None if mask.flags.writeable else self._weights.get(id(mask))
+        if found is not None and found[0] is mask:
+            return found[1]
         if mask.all():  # the whole catalog: the scorable items themselves
-            return self.items.scorable, self.n_scorable
-        if mask.flags.writeable:
-            w = mask & self.items.scorable
-            return w, int(np.count_nonzero(w))
-        found = self._weights.get(id(mask))
-        if found is None or found[0] is not mask:
+            counts = (int(mask.size), True, self.items.scorable, self.n_scorable)
+        else:
             w = mask & self.items.scorable
             w.setflags(write=False)
-            found = (mask, w, int(np.count_nonzero(w)))
+            counts = (int(np.count_nonzero(mask)), False, w, int(np.count_nonzero(w)))
+        if not mask.flags.writeable:
             if len(self._weights) >= 64:
                 self._weights.clear()
-            self._weights[id(mask)] = found
-        return found[1], found[2]
+            self._weights[id(mask)] = (mask, counts)
+        return counts
+
+    def _credit_sum(self, met: IntArray, rows: FloatArray) -> float:
+        """The summed progress credit of the items met ``met`` (their ``rows``)."""
+        attempted = rows[:, _ATT] > 0
+        theory = self.items.is_theory[met]
+        if not theory.any():  # a credit of 0 or 1 per item: the sum is a count
+            return float(np.count_nonzero(attempted))
+        return float(item_credit(rows[:, _ATT], rows[:, _FRAC], theory).sum())
 
     def credit(self, state: LearnerState) -> FloatArray:
         """Per-item progress credit in [0, 1]."""

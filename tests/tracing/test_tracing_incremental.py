@@ -1,5 +1,11 @@
-"""An update reads and writes only the rows its events touch, and gives exactly the state
-of the dense computation over every topic and item (kept here as the reference)."""
+"""The learner model's shortcuts give exactly what the plain computations give.
+
+An update reads and writes only the rows its events touch: its state is the
+dense computation's over every topic and item (kept here as the reference).
+The status over a mask counts it once per mask and sums credits as counts when
+no theory item was met: its figures are those of the plain computation (kept
+here as the reference).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from hypothesis import strategies as st
 from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
 from learnloop.tracing.ability import update_ability, update_additive
 from learnloop.tracing.forgetting import Memory, as_epoch_seconds
+from learnloop.tracing.predictions import topic_sums
 from learnloop.tracing.state import (
     _ATT,
     _DIFF,
@@ -28,6 +35,7 @@ from learnloop.tracing.state import (
     _frozen,
     _with_rows,
 )
+from learnloop.tracing.status import Status, item_credit
 
 _SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -254,3 +262,49 @@ def test_merged_rows_drop_blank_rows_and_keep_the_order() -> None:
     assert new_keys.tolist() == [3, 4] and new_keys.dtype == np.intp
     assert np.array_equal(new_rows, [[5.0, math.nan], [3.0, 4.0]], equal_nan=True)
     assert not new_keys.flags.writeable and not new_rows.flags.writeable
+
+
+def _plain_status(model: LearnerModel, state: LearnerState, mask: np.ndarray, p: np.ndarray) -> Status:
+    m = np.asarray(mask, dtype=bool)
+    n = int(np.count_nonzero(m))
+    scorable = model.items.scorable if m.all() else m & model.items.scorable
+    n_scorable = int(np.count_nonzero(scorable))
+    prof = float(topic_sums(model.runs, p, scorable).sum()) / n_scorable if n_scorable else None
+    in_mask = m[state.touched]
+    met, rows = state.touched[in_mask], state.rows[in_mask]
+    credit = item_credit(rows[:, _ATT], rows[:, _FRAC], model.items.is_theory[met])
+    prog = float(credit.sum()) / n if n else 0.0
+    skill = prof if prof is not None else (float(np.dot(p, m)) / n if n else 0.0)
+    last = float(rows[:, _TS].max()) if rows.shape[0] else -np.inf
+    return Status(
+        proficiency=prof,
+        progress=prog,
+        time_spent_ms=int(rows[:, _TIME].sum()),
+        last_interaction_timestamp=None if last == -np.inf else last,
+        skill_level=skill,
+        display_skill=min(max(skill, 0.0), 1.0) * math.sqrt(min(max(prog, 0.0), 1.0)),
+    )
+
+
+@_SETTINGS
+@given(_case(), st.integers(0, 2**32 - 1))
+def test_the_status_gives_the_plain_computations_figures(
+    case: tuple[LearnerModel, list[list[Event]]], seed: int
+) -> None:
+    model, calls = case
+    rng = np.random.default_rng(seed)
+    n = model.items.n_items
+    masks = [np.ones(n, dtype=bool), rng.random(n) < 0.6, ~model.items.scorable, np.zeros(n, dtype=bool)]
+    for mask in masks[:3]:
+        mask.setflags(write=False)  # read-only masks are counted once
+    masks.append(rng.random(n) < 0.4)  # and a writable one each time
+    state = model.new_state()
+    predictions = model.predictions(state)
+    for events in calls:
+        state = model.update_many(state, events)
+        predictions = model.predictions(state, predictions)
+        for mask in masks:
+            plain = _plain_status(model, state, mask, model.predict(state))
+            assert model.status(state, mask, predictions=predictions) == plain
+            assert model.status(state, mask) == plain
+            assert model.status(state, mask.copy()) == plain
