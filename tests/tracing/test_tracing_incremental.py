@@ -254,11 +254,11 @@ def test_merged_rows_drop_blank_rows_and_keep_the_order() -> None:
     rows = _frozen(np.array([[1.0, 2.0], [3.0, 4.0]]))
     table = Rows(keys, rows, (0.0, 0.0))
     assert table[2] == [0.0, 0.0] and table[4] == [3.0, 4.0]
-    same = merged(table, lambda row: row == [0.0, 0.0])
+    same = merged(table)
     assert same[0] is keys and same[1].tolist() == rows.tolist() and not same[1].flags.writeable
     table[1][:] = [0.0, 0.0]
     table[3] = [5.0, math.nan]
-    new_keys, new_rows = merged(table, lambda row: row == [0.0, 0.0])
+    new_keys, new_rows = merged(table)
     assert new_keys.tolist() == [3, 4] and new_keys.dtype == np.intp
     assert np.array_equal(new_rows, [[5.0, math.nan], [3.0, 4.0]], equal_nan=True)
     assert not new_keys.flags.writeable and not new_rows.flags.writeable

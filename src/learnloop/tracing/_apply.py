@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,7 +22,7 @@ import numpy as np
 from ._types import FloatArray, IntArray
 from .ability import update_ability, update_additive
 from .forgetting import Memory, as_epoch_seconds
-from .state import _ATT, _DIFF, _FRAC, _LAPSE, _LAST, _MEMORY_BLANK, _REV, _SCORE, _SKIP, _STAB, _TIME, _TS, _frozen
+from .state import _ATT, _DIFF, _FRAC, _LAPSE, _LAST, _REV, _SCORE, _SKIP, _STAB, _TIME, _TS, _frozen
 
 if TYPE_CHECKING:
     from .structure import Event
@@ -30,16 +30,24 @@ if TYPE_CHECKING:
 #: the :class:`~learnloop.tracing.LearnerModel` whose settings apply (not imported: it imports this module)
 LearnerModel = Any
 
-__all__ = ["Rows", "apply_event", "blank_ability_row", "blank_memory_row", "merged"]
+__all__ = ["Rows", "apply_event", "merged"]
 
 
 class Rows(dict[int, list[float]]):
     """Rows of a sparse per-node table (``keys`` in increasing order, ``rows`` theirs), each
-    read on first use as a list of floats: a node without a row reads ``blank``, node
-    ``extra`` reads ``extra_row``. Written rows stay in the dict (see :func:`merged`)."""
+    read as a list of floats on first use (:meth:`load`): a node without a row reads
+    ``blank``, node ``extra`` reads ``extra_row``. Written rows stay in the dict (see
+    :func:`merged`); ``nan_equal``: a NaN in a row equals a NaN in ``blank``."""
 
     def __init__(
-        self, keys: IntArray, rows: FloatArray, blank: Sequence[float], extra: int = -1, extra_row: Sequence[float] = ()
+        self,
+        keys: IntArray,
+        rows: FloatArray,
+        blank: Sequence[float],
+        extra: int = -1,
+        extra_row: Sequence[float] = (),
+        *,
+        nan_equal: bool = False,
     ) -> None:
         super().__init__()
         self.index = keys
@@ -47,73 +55,78 @@ class Rows(dict[int, list[float]]):
         self.blank = tuple(blank)
         self.extra = extra
         self.extra_row = extra_row
-        self._key_list: list[int] | None = None
+        self.nan_equal = nan_equal
+        self.key_list: list[int] | None = None
+        self.slots: dict[int, int] = {}  # the row of each node read that has one
 
-    def key_list(self) -> list[int]:
-        """``keys`` as a list."""
-        if self._key_list is None:
-            self._key_list = self.index.tolist()
-        return self._key_list
+    def load(self, nodes: Iterable[int]) -> None:
+        """Read the rows of ``nodes`` not read yet."""
+        keys = self.key_list
+        if keys is None:
+            keys = self.key_list = self.index.tolist()
+        n = len(keys)
+        rows = self.table_rows
+        for node in nodes:
+            if node in self:
+                continue
+            if node == self.extra:
+                self[node] = [*self.extra_row]
+                continue
+            at = bisect_left(keys, node)
+            if at < n and keys[at] == node:
+                self.slots[node] = at
+                self[node] = rows[at].tolist()
+            else:
+                self[node] = [*self.blank]
 
     def __missing__(self, node: int) -> list[float]:
-        if node == self.extra:
-            row = list(self.extra_row)
-        else:
-            keys = self.key_list()
-            at = bisect_left(keys, node)
-            row = self.table_rows[at].tolist() if at < len(keys) and keys[at] == node else list(self.blank)
-        self[node] = row
-        return row
+        self.load((node,))
+        return self[node]
 
 
-def merged(table: Rows, is_blank: Callable[[list[float]], bool]) -> tuple[IntArray, FloatArray]:
-    """The (keys, rows) of ``table``'s sparse table with its rows written back: a row that
-    ``is_blank`` is dropped, any other kept (read-only arrays; the state's own when unchanged)."""
-    nodes = sorted(node for node in table if node != table.extra)
-    if not nodes:
-        return table.index, table.table_rows
-    keys = table.key_list()
-    slots: list[int] = []
-    written: list[list[float]] = []
-    for node in nodes:
-        at = bisect_left(keys, node)
-        row = table[node]
-        if (at < len(keys) and keys[at] == node) == is_blank(row):
-            break  # a row to insert or to drop
-        if at < len(keys) and keys[at] == node:
-            slots.append(at)
-            written.append(row)
-    else:  # rows replaced in place only (a node read blank and left blank has no row)
+def merged(table: Rows) -> tuple[IntArray, FloatArray]:
+    """The (keys, rows) of ``table``'s sparse table with its rows written back: a row equal
+    to the blank row is dropped, any other kept (read-only arrays; the state's own when unchanged)."""
+    slots = table.slots
+    blank = table.blank
+    nan_equal = table.nan_equal
+    replaced = True  # only rows the table has change (no row to insert or to drop)
+    for node, row in table.items():
+        if node == table.extra:
+            continue
+        same = True
+        for x, y in zip(row, blank):  # (numpy's ``==``, NaN equal to NaN when ``nan_equal``)
+            if x != y and not (nan_equal and x != x and y != y):
+                same = False
+                break
+        if (node in slots) == same:  # a row left blank, or a new one
+            replaced = False
+            break
+    if replaced:
         if not slots:
             return table.index, table.table_rows
         rows = table.table_rows.copy()
-        for at, row in zip(slots, written, strict=True):
-            rows[at] = row
-        return table.index, _frozen(rows)
-    width = table.table_rows.shape[1]
+        for node, at in slots.items():
+            rows[at] = table[node]
+        rows.flags.writeable = False
+        return table.index, rows
+    keys = table.key_list if table.key_list is not None else table.index.tolist()
     current = dict(zip(keys, table.table_rows.tolist(), strict=True))
-    for node in nodes:
-        row = table[node]
-        if is_blank(row):
-            current.pop(node, None)
+    for node, row in table.items():
+        if node == table.extra:
+            continue
+        for x, y in zip(row, blank):
+            if x != y and not (nan_equal and x != x and y != y):
+                current[node] = row
+                break
         else:
-            current[node] = row
+            current.pop(node, None)
     order = sorted(current)
+    width = table.table_rows.shape[1]
     return (
         _frozen(np.array(order, dtype=np.intp)),
         _frozen(np.array([current[k] for k in order], dtype=np.float64).reshape(len(order), width)),
     )
-
-
-def blank_ability_row(blank: list[float]) -> Callable[[list[float]], bool]:
-    """Whether an ability row equals ``blank`` (a NaN equals nothing, as in numpy)."""
-    b0, b1, b2 = blank
-    return lambda row: not (row[0] != b0 or row[1] != b1 or row[2] != b2)
-
-
-def blank_memory_row(row: list[float]) -> bool:
-    """Whether a memory row equals a never-reviewed topic's (NaN where it has NaN)."""
-    return all(x == y or (x != x and y != y) for x, y in zip(row, _MEMORY_BLANK, strict=True))
 
 
 def apply_event(
@@ -161,18 +174,22 @@ def apply_event(
     return True
 
 
-def _belief(model: LearnerModel, ability: Rows, node: int) -> tuple[float, float]:
-    """Effective (mean, var) of a node: its own, or borrowed from the nearest informed ancestor."""
-    row = ability[node]
-    overall = ability.extra
-    if row[2] > 0.0 or node == overall:
-        return row[0], row[1]
-    chain = model._chains[node]
-    for level, anc in enumerate(chain[1:], start=1):
-        row = ability[anc]
-        if row[2] > 0.0 or anc == overall:
-            return row[0], row[1] + model.topic_var * level
-    raise AssertionError("unreachable: the chain ends at the overall node")
+def _plan(model: LearnerModel, topic: int) -> tuple[list[int], list[tuple[int, float]]]:
+    """The nodes an answer on ``topic`` reads, and the (node, weight) it updates in the nested
+    hierarchy: the topic, its ancestors and the overall node, the topics it is a prerequisite of."""
+    found: tuple[list[int], list[tuple[int, float]]] | None = model._plans.get(topic)
+    if found is None:
+        chains = model._chains
+        targets = [(topic, 1.0)]
+        targets += [(node, model.parent_weight) for node in chains[topic][1:]]
+        targets += [(succ, model.prerequisite_weight) for succ in model._succ[topic]]
+        reads = dict.fromkeys(chains[topic])
+        if model.hierarchy != "additive":  # a prior may be borrowed from any node up a target's chain
+            for node, _ in targets:
+                if node < len(chains):  # (the overall node has its own belief)
+                    reads.update(dict.fromkeys(chains[node]))
+        found = model._plans[topic] = (list(reads), targets)
+    return found
 
 
 def update_topics(
@@ -187,12 +204,13 @@ def update_topics(
     momentum: list[float] | None = None,
 ) -> None:
     """One answer's update of the ability rows (see :class:`~learnloop.tracing.LearnerModel`)."""
+    reads, targets = _plan(model, topic)
+    ability.load(reads)
     novelty = model._nov[topic]
     if novelty and ability[topic][2] <= 0.0:  # the first answer on a topic: still new to the learner
         b = b + novelty
     if model.hierarchy == "additive":
-        chain = model._chains[topic]
-        nodes = [ability[n] for n in chain]
+        nodes = [ability[n] for n in model._chains[topic]]
         means = [row[0] for row in nodes]
         variances = [row[1] for row in nodes]
         fast = model.momentum_var > 0.0 and momentum is not None
@@ -210,11 +228,25 @@ def update_topics(
             g, f = model._gain[topic], model._fail[topic]
             ability[topic][0] += g if f == g else score * g + (1.0 - score) * f
         return
-    targets = [(node, model.parent_weight) for node in model._chains[topic][1:]]
-    targets.insert(0, (topic, 1.0))
-    targets.extend((succ, model.prerequisite_weight) for succ in model._succ[topic])
-    # read every prior before writing, so no node sees this answer twice
-    priors = [_belief(model, ability, node) for node, _ in targets]
+    # every prior is read before any is written, so no node sees this answer twice: a node
+    # without evidence borrows the belief of its nearest informed ancestor, widened per level
+    overall = ability.extra
+    topic_var = model.topic_var
+    chains = model._chains
+    priors = [(0.0, 0.0)] * len(targets)
+    for k, (node, _) in enumerate(targets):
+        row = ability[node]
+        if row[2] > 0.0 or node == overall:
+            priors[k] = (row[0], row[1])
+            continue
+        chain = chains[node]
+        for level in range(1, len(chain)):
+            row = ability[chain[level]]
+            if row[2] > 0.0 or chain[level] == overall:
+                priors[k] = (row[0], row[1] + topic_var * level)
+                break
+        else:
+            raise AssertionError("unreachable: the chain ends at the overall node")
     drift = model.drift
     for (node, weight), (m, v) in zip(targets, priors, strict=True):
         if weight <= 0.0:

@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from ._apply import Rows, apply_event, blank_ability_row, blank_memory_row, merged
+from ._apply import Rows, apply_event, merged
 from ._rates import per_topic
 from ._types import ArrayLike, BoolArray, FloatArray, IntArray
 from .forgetting import MemoryModel, as_epoch_seconds, recall_probability
@@ -145,6 +145,7 @@ class LearnerModel:
         self._succ = [topics.successors(t).tolist() for t in range(topics.n_topics)]
         self.runs = TopicRuns.of(items.topic, topics.n_topics)
         self.n_scorable = int(np.count_nonzero(items.scorable))
+        self._plans: dict[int, tuple[list[int], list[tuple[int, float]]]] = {}  # per topic, see tracing._apply
         self._weights: dict[int, tuple[np.ndarray, tuple[int, bool, BoolArray, int]]] = {}
 
     def _set_rates(self, practice_gain: ArrayLike, failure_gain: ArrayLike, novelty: ArrayLike) -> None:
@@ -196,9 +197,10 @@ class LearnerModel:
         item_rows = {p: rows[s].tolist() for p, s in slots.items()}
         sigs = {p: int(sig[s]) for p, s in slots.items()}
         overall = state.n_topics
-        blank = state.ability_blank.tolist()
-        ability = Rows(state.ability_topics, state.ability_rows, blank, overall, state.overall_row.tolist())
-        memory = Rows(state.memory_topics, state.memory_rows, _MEMORY_BLANK)
+        ability = Rows(
+            state.ability_topics, state.ability_rows, state.ability_blank.tolist(), overall, state.overall_row.tolist()
+        )
+        memory = Rows(state.memory_topics, state.memory_rows, _MEMORY_BLANK, nan_equal=True)
         momentum = state.momentum.tolist()
         n_events = state.n_events
         for event in events:
@@ -207,9 +209,8 @@ class LearnerModel:
         for p, s in slots.items():
             rows[s] = item_rows[p]
             sig[s] = sigs[p]
-        ability_topics, ability_rows = merged(ability, blank_ability_row(blank))
-        memory_topics, memory_rows = merged(memory, blank_memory_row)
-        same = not any(x != y for x, y in zip(momentum, state.momentum.tolist()))
+        ability_topics, ability_rows = merged(ability)
+        memory_topics, memory_rows = merged(memory)
         return LearnerState(
             ability_topics,
             ability_rows,
@@ -223,7 +224,7 @@ class LearnerModel:
             _frozen(sig),
             n,
             n_events,
-            state.momentum if same else _frozen(np.array(momentum, dtype=np.float64)),
+            state.momentum if momentum == state.momentum.tolist() else _frozen(np.array(momentum, dtype=np.float64)),
         )
 
     def replay(self, events: Iterable[Event], state: LearnerState | None = None) -> LearnerState:
