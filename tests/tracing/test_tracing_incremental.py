@@ -1,7 +1,8 @@
 """The learner model's shortcuts give exactly what the plain computations give.
 
 An update reads and writes only the rows its events touch: its state is the
-dense computation's over every topic and item (kept here as the reference).
+dense computation's over every topic and item (kept here as the reference),
+and so are the beliefs and the recall computed from it.
 The status over a mask counts it once per mask and sums credits as counts when
 no theory item was met: its figures are those of the plain computation (kept
 here as the reference).
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
 from learnloop.tracing.ability import update_ability, update_additive
-from learnloop.tracing.forgetting import Memory, as_epoch_seconds
+from learnloop.tracing.forgetting import Memory, as_epoch_seconds, recall_probability
 from learnloop.tracing.predictions import topic_sums
 from learnloop.tracing.state import (
     _ATT,
@@ -147,6 +148,22 @@ def _dense_ability(model, ability, topic, b, a, score, practice, momentum) -> No
         ability[topic, 0] += g if f == g else score * g + (1.0 - score) * f
 
 
+def _plain_beliefs(model: LearnerModel, state: LearnerState) -> tuple[np.ndarray, np.ndarray]:
+    chains = model.topics.chains
+    table = state.ability
+    if model.hierarchy == "additive":
+        return model.topic_beliefs(state)  # (one computation only)
+    informed = table[chains, 2] > 0.0
+    informed[:, -1] = True
+    level = informed.argmax(axis=1)
+    node = chains[np.arange(chains.shape[0]), level]
+    mean = table[node, 0]
+    var = table[node, 1] + model.topic_var * np.minimum(level, model.topics.depth + 1)
+    if model._has_novelty:
+        mean = mean - model.novelty * (table[:-1, 2] <= 0.0)
+    return mean, np.sqrt(var)
+
+
 # -- the comparison ----------------------------------------------------------------------------
 
 
@@ -215,6 +232,13 @@ def test_an_update_gives_the_dense_computations_state(case: tuple[LearnerModel, 
         state = model.update_many(state, events)
         reference = _dense_update_many(model, reference, events)
         _assert_same(state, reference)
+        mean, sd = model.topic_beliefs(state)
+        plain_mean, plain_sd = _plain_beliefs(model, state)
+        assert mean.tobytes() == plain_mean.tobytes() and sd.tobytes() == plain_sd.tobytes()
+        for at in (0.0, 5e4, 1e6):  # the recall of the topics reviewed, NaN for the others
+            memory = state.memory
+            dense = recall_probability(memory[:, _STAB], (at - memory[:, _LAST]) / 86400.0)
+            assert model.recall(state, at).tobytes() == dense.tobytes()
     # and the whole history at once
     everything = [e for events in calls for e in events]
     _assert_same(

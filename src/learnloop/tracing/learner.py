@@ -144,6 +144,12 @@ class LearnerModel:
         self._chains = [topics.chain(t).tolist() for t in range(topics.n_topics)]
         self._succ = [topics.successors(t).tolist() for t in range(topics.n_topics)]
         self.runs = TopicRuns.of(items.topic, topics.n_topics)
+        # for the beliefs: where each chain reaches the overall node, and the widening per level
+        self._at_overall = topics.chains == topics.n_topics
+        self._topic_range = np.arange(topics.n_topics)
+        self._spread = topic_var * np.arange(topics.chains.shape[1])
+        for shared in (self._at_overall, self._topic_range, self._spread):
+            shared.setflags(write=False)
         self.n_scorable = int(np.count_nonzero(items.scorable))
         self._plans: dict[int, tuple[list[int], list[tuple[int, float]]]] = {}  # per topic, see tracing._apply
         self._weights: dict[int, tuple[np.ndarray, tuple[int, bool, BoolArray, int]]] = {}
@@ -269,12 +275,11 @@ class LearnerModel:
             return mean, np.sqrt(var)
         table = state.ability
         informed = table[chains, 2] > 0.0
-        informed[:, -1] = True  # the overall node is always usable
+        informed |= self._at_overall  # the overall node is always usable (padding repeats it: its first column wins)
         level = informed.argmax(axis=1)
-        node = chains[np.arange(chains.shape[0]), level]
-        # padding repeats the overall node, so the level of the overall node is its first column
+        node = chains[self._topic_range, level]
         mean = table[node, 0]
-        var = table[node, 1] + self.topic_var * np.minimum(level, self.topics.depth + 1)
+        var = table[node, 1] + self._spread[level]
         if self._has_novelty:
             mean = mean - self.novelty * (table[:-1, 2] <= 0.0)
         return mean, np.sqrt(var)
@@ -303,9 +308,10 @@ class LearnerModel:
     def recall(self, state: LearnerState, at: float | Any) -> FloatArray:
         """Predicted recall probability per topic at time ``at`` (NaN: never reviewed)."""
         now = as_epoch_seconds(at)
-        memory = state.memory
-        elapsed = (now - memory[:, _LAST]) / 86400.0
-        return recall_probability(memory[:, _STAB], elapsed)
+        out = np.full(state.n_topics, np.nan)  # (what the formula gives for a blank row)
+        rows = state.memory_rows
+        out[state.memory_topics] = recall_probability(rows[:, _STAB], (now - rows[:, _LAST]) / 86400.0)
+        return out
 
     def status(
         self,

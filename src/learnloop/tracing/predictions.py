@@ -116,6 +116,9 @@ class Predictions:
     changed: IntArray | None = None
     where: IntArray | None = None
     rasch: bool = False
+    #: ``p[where]``, and where each changed topic with items starts in it (those topics, the starts)
+    fresh: FloatArray | None = None
+    segments: tuple[IntArray, IntArray] | None = None
     _sums: dict[int, tuple[np.ndarray, FloatArray]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -145,18 +148,29 @@ class Predictions:
         if where.size > _FULL_SHARE * self.p.size:
             return Predictions.compute(self.items, self.runs, mean, sd)
         items = self.items
-        p = self.p.copy()
         if self.rasch:
-            p[where] = _rasch_p(items, where, lengths, mean[changed], sd[changed])
+            fresh = _rasch_p(items, where, lengths, mean[changed], sd[changed])
         else:
             # ``where`` runs topic after topic: each item's belief is its topic's, repeated over the run
             # (what ``mean[items.topic[where]]`` gathers, at a fraction of the cost)
             var = np.repeat(sd[changed] ** 2, lengths)
-            p[where] = expected_p_correct(np.repeat(mean[changed], lengths), var, items.b[where], items.a[where])
+            fresh = expected_p_correct(np.repeat(mean[changed], lengths), var, items.b[where], items.a[where])
+        fresh.setflags(write=False)
+        p = self.p.copy()
+        p[where] = fresh
         p.setflags(write=False)
+        filled = lengths > 0
+        if not filled.all():
+            changed_filled, lengths = changed[filled], lengths[filled]
+        else:
+            changed_filled = changed
+        starts = np.zeros(lengths.size, dtype=np.intp)
+        np.cumsum(lengths[:-1], out=starts[1:])
         # only one step of history is kept, so that a chain of states is not held in memory
         base = self._detached()
-        return Predictions(items, self.runs, mean, sd, p, base, changed, where, self.rasch)
+        return Predictions(
+            items, self.runs, mean, sd, p, base, changed, where, self.rasch, fresh, (changed_filled, starts)
+        )
 
     def _detached(self) -> Predictions:
         if self.base is None:
@@ -176,8 +190,12 @@ class Predictions:
         base = self.base
         carried = None if base is None else base._sums.get(key)
         if carried is not None and carried[0] is weights and self.changed is not None:
+            # the changed topics' sums, as :func:`topic_sums` takes them (a topic without items keeps its 0)
             out = carried[1].copy()
-            out[self.changed] = topic_sums(self.runs, self.p, weights, self.changed, self.where)
+            assert self.fresh is not None and self.where is not None and self.segments is not None
+            topics, starts = self.segments
+            if topics.size:
+                out[topics] = np.add.reduceat(self.fresh * weights[self.where], starts)
         else:
             out = topic_sums(self.runs, self.p, weights)
         out.setflags(write=False)
