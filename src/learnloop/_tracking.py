@@ -322,7 +322,7 @@ class Tracker:
                 while stop < n and ordered[stop].epoch == ordered[stop - 1].epoch:
                     stop += 1
             chunk = ordered[at:stop]
-            events = [e for e in (catalog.to_event(i) for i in chunk) if e is not None]
+            events = [e for i in chunk if (e := catalog.to_event(i)) is not None]
             before = state.n_events
             state = model.update_many(state, events)
             since += state.n_events - before

@@ -166,6 +166,8 @@ class Predictions:
             changed_filled = changed
         starts = np.zeros(lengths.size, dtype=np.intp)
         np.cumsum(lengths[:-1], out=starts[1:])
+        for shared in (changed, changed_filled, where, starts):  # (read by every thread that reads these predictions)
+            shared.setflags(write=False)
         # only one step of history is kept, so that a chain of states is not held in memory
         base = self._detached()
         return Predictions(
