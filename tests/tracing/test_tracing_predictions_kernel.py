@@ -34,9 +34,11 @@ def _case(draw: st.DrawFn) -> tuple[ItemParams, TopicRuns, list[tuple[np.ndarray
     beliefs = []
     mean = rng.normal(0.0, 2.0, n_topics)
     sd = rng.uniform(0.0, 1.5, n_topics)
-    for _ in range(draw(st.integers(1, 6))):
-        moved = rng.random(n_topics) < draw(st.sampled_from([0.1, 0.5, 1.0]))
-        mean = np.where(moved, rng.normal(0.0, 2.0, n_topics), mean)
+    moved = np.ones(n_topics, dtype=bool)
+    for _ in range(draw(st.integers(1, 8))):
+        if draw(st.booleans()):  # else the same topics move again
+            moved = rng.random(n_topics) < draw(st.sampled_from([0.1, 0.5, 1.0]))
+        mean = np.where(moved, mean + rng.normal(0.0, 0.5, n_topics), mean)
         sd = np.where(moved & (rng.random(n_topics) < 0.5), rng.uniform(0.0, 1.5, n_topics), sd)
         if draw(st.booleans()):  # a belief exactly at some item's difficulty
             mean[topic[0]] = items.b[0]

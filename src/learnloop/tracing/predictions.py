@@ -119,6 +119,7 @@ class Predictions:
     #: ``p[where]``, and where each changed topic with items starts in it (those topics, the starts)
     fresh: FloatArray | None = None
     segments: tuple[IntArray, IntArray] | None = None
+    lengths: IntArray | None = None  # the items of each changed topic
     _sums: dict[int, tuple[np.ndarray, FloatArray]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -143,10 +144,19 @@ class Predictions:
         changed = np.flatnonzero((mean != self.mean) | (sd != self.sd))
         if changed.size == 0:
             return self
-        lengths = self.runs.counts[changed]
-        where = self.runs.positions(changed, lengths)
-        if where.size > _FULL_SHARE * self.p.size:
-            return Predictions.compute(self.items, self.runs, mean, sd)
+        previous = self.changed
+        if previous is not None and previous.size == changed.size and previous.tobytes() == changed.tobytes():
+            # the same topics as last time (an answer moves the same nodes): the same runs
+            assert self.where is not None and self.segments is not None and self.lengths is not None
+            changed, where, lengths, segments = previous, self.where, self.lengths, self.segments
+        else:
+            lengths = self.runs.counts[changed]
+            where = self.runs.positions(changed, lengths)
+            if where.size > _FULL_SHARE * self.p.size:
+                return Predictions.compute(self.items, self.runs, mean, sd)
+            segments = _segments(changed, lengths)
+            for shared in (changed, where, lengths):  # (read by every thread that reads these predictions)
+                shared.setflags(write=False)
         items = self.items
         if self.rasch:
             fresh = _rasch_p(items, where, lengths, mean[changed], sd[changed])
@@ -159,20 +169,9 @@ class Predictions:
         p = self.p.copy()
         p[where] = fresh
         p.setflags(write=False)
-        filled = lengths > 0
-        if not filled.all():
-            changed_filled, lengths = changed[filled], lengths[filled]
-        else:
-            changed_filled = changed
-        starts = np.zeros(lengths.size, dtype=np.intp)
-        np.cumsum(lengths[:-1], out=starts[1:])
-        for shared in (changed, changed_filled, where, starts):  # (read by every thread that reads these predictions)
-            shared.setflags(write=False)
         # only one step of history is kept, so that a chain of states is not held in memory
         base = self._detached()
-        return Predictions(
-            items, self.runs, mean, sd, p, base, changed, where, self.rasch, fresh, (changed_filled, starts)
-        )
+        return Predictions(items, self.runs, mean, sd, p, base, changed, where, self.rasch, fresh, segments, lengths)
 
     def _detached(self) -> Predictions:
         if self.base is None:
@@ -206,6 +205,18 @@ class Predictions:
             while len(self._sums) > 8:  # a few filters per learner at most
                 self._sums.pop(next(iter(self._sums)))
         return out
+
+
+def _segments(changed: IntArray, lengths: IntArray) -> tuple[IntArray, IntArray]:
+    """The changed topics with items, and where each one's run starts among the changed items."""
+    filled = lengths > 0
+    if not filled.all():
+        changed, lengths = changed[filled], lengths[filled]
+    starts = np.zeros(lengths.size, dtype=np.intp)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    changed.setflags(write=False)
+    starts.setflags(write=False)
+    return changed, starts
 
 
 def _rasch_p(items: ItemParams, where: IntArray, lengths: IntArray, mean: FloatArray, sd: FloatArray) -> FloatArray:
