@@ -49,7 +49,6 @@ class Rows(dict[int, list[float]]):
         *,
         nan_equal: bool = False,
     ) -> None:
-        super().__init__()
         self.index = keys
         self.table_rows = rows
         self.blank = tuple(blank)
@@ -263,6 +262,7 @@ def update_topics(
 
 def _update_memory(model: LearnerModel, memory: Rows, topic: int, score: float, ts: float) -> None:
     mem = None
+    memory.load((topic,))
     row = memory[topic]
     if not math.isnan(row[_STAB]):
         mem = Memory(row[_STAB], row[_DIFF], row[_LAST], int(row[_REV]), int(row[_LAPSE]))

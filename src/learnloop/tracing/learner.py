@@ -217,17 +217,23 @@ class LearnerModel:
             sig[s] = sigs[p]
         ability_topics, ability_rows = merged(ability)
         memory_topics, memory_rows = merged(memory)
+        overall_row = state.overall_row
+        if overall in ability:
+            overall_row = np.array(ability[overall])
+            overall_row.flags.writeable = False
+        for a in (touched, rows, sig):
+            a.flags.writeable = False
         return LearnerState(
             ability_topics,
             ability_rows,
             state.ability_blank,
-            _frozen(np.array(ability[overall])) if overall in ability else state.overall_row,
+            overall_row,
             memory_topics,
             memory_rows,
             overall,
-            _frozen(touched),
-            _frozen(rows),
-            _frozen(sig),
+            touched,
+            rows,
+            sig,
             n,
             n_events,
             state.momentum if momentum == state.momentum.tolist() else _frozen(np.array(momentum, dtype=np.float64)),
