@@ -148,7 +148,8 @@ class LearnerModel:
         self._at_overall = topics.chains == topics.n_topics
         self._topic_range = np.arange(topics.n_topics)
         self._spread = topic_var * np.arange(topics.chains.shape[1])
-        for shared in (self._at_overall, self._topic_range, self._spread):
+        self._never_reviewed = np.full(topics.n_topics, np.nan)
+        for shared in (self._at_overall, self._topic_range, self._spread, self._never_reviewed):
             shared.setflags(write=False)
         self.n_scorable = int(np.count_nonzero(items.scorable))
         self._plans: dict[int, tuple[list[int], list[tuple[int, float]]]] = {}  # per topic, see tracing._apply
@@ -314,7 +315,8 @@ class LearnerModel:
     def recall(self, state: LearnerState, at: float | Any) -> FloatArray:
         """Predicted recall probability per topic at time ``at`` (NaN: never reviewed)."""
         now = as_epoch_seconds(at)
-        out = np.full(state.n_topics, np.nan)  # (what the formula gives for a blank row)
+        # NaN: what the formula gives for a topic never reviewed
+        out = self._never_reviewed.copy() if state.n_topics == self.topics.n_topics else np.full(state.n_topics, np.nan)
         rows = state.memory_rows
         out[state.memory_topics] = recall_probability(rows[:, _STAB], (now - rows[:, _LAST]) / 86400.0)
         return out
