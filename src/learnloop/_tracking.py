@@ -322,7 +322,7 @@ class Tracker:
                 while stop < n and ordered[stop].epoch == ordered[stop - 1].epoch:
                     stop += 1
             chunk = ordered[at:stop]
-            events = [e for e in (catalog.to_event(i) for i in chunk) if e is not None]
+            events = [e for i in chunk if (e := catalog.to_event(i)) is not None]
             before = state.n_events
             state = model.update_many(state, events)
             since += state.n_events - before
@@ -405,7 +405,16 @@ class Tracker:
             if (user, catalog_id) in plan.rewrites:
                 low = min(i.epoch for i in group)
                 dirty = low if dirty is None else min(dirty, low)
-            entry = replace(base, revision=revision + 1, pending=(*base.pending, *group), dirty_from=dirty)
+            entry = _Cached(
+                revision + 1,
+                base.fingerprint,
+                base.state,
+                base.latest,
+                base.last_attempt,
+                (*base.pending, *group),
+                dirty,
+                base.checkpoints,
+            )
             if (user, catalog_id) in wanted:
                 history = None
                 if entry.dirty_from is not None or (entry.pending and _order(entry.pending)[0].epoch < entry.latest):

@@ -57,29 +57,13 @@ from typing import Any
 
 import numpy as np
 
+from ._apply import Rows, apply_event, merged
 from ._rates import per_topic
-from ._types import ArrayLike, BoolArray, FloatArray
-from .ability import update_ability, update_additive
-from .forgetting import Memory, MemoryModel, as_epoch_seconds, recall_probability
+from ._types import ArrayLike, BoolArray, FloatArray, IntArray
+from .forgetting import MemoryModel, as_epoch_seconds, recall_probability
 from .irt import expected_p_correct
 from .predictions import Predictions, TopicRuns, topic_sums
-from .state import (
-    _ATT,
-    _DIFF,
-    _FRAC,
-    _LAPSE,
-    _LAST,
-    _REV,
-    _SCORE,
-    _SKIP,
-    _STAB,
-    _TIME,
-    _TS,
-    LearnerState,
-    _empty,
-    _frozen,
-    _with_rows,
-)
+from .state import _ATT, _FRAC, _LAST, _MEMORY_BLANK, _STAB, _TIME, _TS, LearnerState, _empty, _frozen, _with_rows
 from .status import Status, display_skill, item_credit
 from .structure import Event, ItemParams, TopicStructure
 
@@ -160,8 +144,16 @@ class LearnerModel:
         self._chains = [topics.chain(t).tolist() for t in range(topics.n_topics)]
         self._succ = [topics.successors(t).tolist() for t in range(topics.n_topics)]
         self.runs = TopicRuns.of(items.topic, topics.n_topics)
+        # for the beliefs: where each chain reaches the overall node, and the widening per level
+        self._at_overall = topics.chains == topics.n_topics
+        self._topic_range = np.arange(topics.n_topics)
+        self._spread = topic_var * np.arange(topics.chains.shape[1])
+        self._never_reviewed = np.full(topics.n_topics, np.nan)
+        for shared in (self._at_overall, self._topic_range, self._spread, self._never_reviewed):
+            shared.setflags(write=False)
         self.n_scorable = int(np.count_nonzero(items.scorable))
-        self._weights: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+        self._plans: dict[int, tuple[list[int], list[tuple[int, float]]]] = {}  # per topic, see tracing._apply
+        self._weights: dict[int, tuple[np.ndarray, tuple[int, bool, BoolArray, int]]] = {}
 
     def _set_rates(self, practice_gain: ArrayLike, failure_gain: ArrayLike, novelty: ArrayLike) -> None:
         """The per-topic settings (:mod:`learnloop.tracing.rates`): as given, and one float per topic."""
@@ -203,29 +195,49 @@ class LearnerModel:
         return self.update_many(state, (event,))
 
     def update_many(self, state: LearnerState, events: Iterable[Event]) -> LearnerState:
-        """Apply events in the given order; the per-item rows copied are only those of the
+        """Apply events in the given order; the rows copied are only those of the topics and
         items the learner met (and the new ones), not the whole catalog."""
         events = list(events)
-        ability = state._ability_table()
-        momentum = state.momentum.tolist()
-        memory = state._memory_table()
         n = state.n_items
         positions = [e.item for e in events if isinstance(e.item, (int, np.integer)) and 0 <= e.item < n]
         touched, rows, sig, slots = _with_rows(state, positions)
+        item_rows = {p: rows[s].tolist() for p, s in slots.items()}
+        sigs = {p: int(sig[s]) for p, s in slots.items()}
+        overall = state.n_topics
+        ability = Rows(
+            state.ability_topics, state.ability_rows, state.ability_blank.tolist(), overall, state.overall_row.tolist()
+        )
+        memory = Rows(state.memory_topics, state.memory_rows, _MEMORY_BLANK, nan_equal=True)
+        momentum = state.momentum.tolist()
         n_events = state.n_events
         for event in events:
-            if self._apply(ability, memory, rows, sig, slots, event, momentum):
+            if apply_event(self, ability, memory, item_rows, sigs, event, momentum):
                 n_events += 1
-        return LearnerState.make(
-            ability,
-            memory,
-            _frozen(touched),
-            _frozen(rows),
-            _frozen(sig),
-            n_items=n,
-            n_events=n_events,
-            momentum=np.array(momentum),
-            ability_blank=state.ability_blank,
+        for p, s in slots.items():
+            rows[s] = item_rows[p]
+            sig[s] = sigs[p]
+        ability_topics, ability_rows = merged(ability)
+        memory_topics, memory_rows = merged(memory)
+        overall_row = state.overall_row
+        if overall in ability:
+            overall_row = np.array(ability[overall])
+            overall_row.flags.writeable = False
+        for a in (touched, rows, sig):
+            a.flags.writeable = False
+        return LearnerState(
+            ability_topics,
+            ability_rows,
+            state.ability_blank,
+            overall_row,
+            memory_topics,
+            memory_rows,
+            overall,
+            touched,
+            rows,
+            sig,
+            n,
+            n_events,
+            state.momentum if momentum == state.momentum.tolist() else _frozen(np.array(momentum, dtype=np.float64)),
         )
 
     def replay(self, events: Iterable[Event], state: LearnerState | None = None) -> LearnerState:
@@ -251,119 +263,6 @@ class LearnerModel:
             problems.append(f"topic index {event.topic} out of range")
         return problems
 
-    def _apply(
-        self,
-        ability: FloatArray,
-        memory: FloatArray,
-        rows: FloatArray,
-        sig: np.ndarray,
-        slots: dict[int, int],
-        event: Event,
-        momentum: list[float],
-    ) -> bool:
-        problems = self._validate(event)
-        if problems:
-            raise ValueError("; ".join(problems))
-        i = int(event.item)
-        ts = as_epoch_seconds(event.timestamp)
-        signature = self.signature(event)
-        slot = slots[i]
-        row = rows[slot]
-        if row[_TS] == ts and sig[slot] == signature:
-            return False  # exact duplicate of this item's latest event
-        row[_TIME] += max(0, int(event.time_spent_ms or 0))
-        row[_TS] = ts if math.isnan(row[_TS]) else max(row[_TS], ts)
-        sig[slot] = signature
-        topic = self._item_topic[i] if event.topic is None else event.topic
-        score: float | None = None
-        if event.kind == "view_theory":
-            frac = 1.0 if event.fraction_completed is None else float(event.fraction_completed)
-            row[_FRAC] = max(row[_FRAC], frac)
-        elif event.kind == "skip":
-            row[_SKIP] += 1.0
-            score = self.skip_score
-        else:
-            row[_ATT] += 1.0
-            if self._scorable[i]:
-                if event.score is None:
-                    raise ValueError(f"an attempt on scorable item {i} needs a score")
-                score = float(event.score)
-                row[_SCORE] = score
-        if score is not None:
-            self._update_ability(
-                ability, topic, self._b[i], self._a[i], score, practice=event.practice, momentum=momentum
-            )
-            self._update_memory(memory, topic, score, ts)
-        return True
-
-    def _belief(self, ability: FloatArray, node: int) -> tuple[float, float]:
-        """Effective (mean, var) of a node: its own, or borrowed from the nearest informed ancestor."""
-        if ability[node, 2] > 0.0 or node == ability.shape[0] - 1:
-            return float(ability[node, 0]), float(ability[node, 1])
-        chain = self._chains[node]
-        for level, anc in enumerate(chain[1:], start=1):
-            if ability[anc, 2] > 0.0 or anc == ability.shape[0] - 1:
-                return float(ability[anc, 0]), float(ability[anc, 1]) + self.topic_var * level
-        raise AssertionError("unreachable: the chain ends at the overall node")
-
-    def _update_ability(
-        self,
-        ability: FloatArray,
-        topic: int,
-        b: float,
-        a: float,
-        score: float,
-        *,
-        practice: bool = True,
-        momentum: list[float] | None = None,
-    ) -> None:
-        novelty = self._nov[topic]
-        if novelty and ability[topic, 2] <= 0.0:  # the first answer on a topic: still new to the learner
-            b = b + novelty
-        if self.hierarchy == "additive":
-            chain = self._chains[topic]
-            means = [float(ability[n, 0]) for n in chain]
-            variances = [float(ability[n, 1]) for n in chain]
-            fast = self.momentum_var > 0.0 and momentum is not None
-            if fast:  # the short-lived component decays toward 0 before each answer
-                assert momentum is not None
-                means.append(self.momentum_decay * momentum[0])
-                variances.append(self.momentum_decay**2 * momentum[1] + self.momentum_var - self.drift)
-            update_additive(means, variances, b=b, score=score, a=a, drift=self.drift)
-            if fast:
-                assert momentum is not None
-                momentum[0], momentum[1] = means.pop(), variances.pop()
-            for n, m, v in zip(chain, means, variances, strict=True):
-                ability[n, 0], ability[n, 1], ability[n, 2] = m, v, ability[n, 2] + 1.0
-            if practice:
-                g, f = self._gain[topic], self._fail[topic]
-                ability[topic, 0] += g if f == g else score * g + (1.0 - score) * f
-            return
-        targets = [(node, self.parent_weight) for node in self._chains[topic][1:]]
-        targets.insert(0, (topic, 1.0))
-        targets.extend((succ, self.prerequisite_weight) for succ in self._succ[topic])
-        # read every prior before writing, so no node sees this answer twice
-        priors = [self._belief(ability, node) for node, _ in targets]
-        drift = self.drift
-        for (node, weight), (m, v) in zip(targets, priors, strict=True):
-            if weight <= 0.0:
-                continue
-            m2, v2 = update_ability(m, v, b=b, score=score, a=a, weight=weight, drift=drift)
-            ability[node, 0] = m2
-            ability[node, 1] = v2
-            ability[node, 2] += weight
-        if practice:
-            g, f = self._gain[topic], self._fail[topic]
-            ability[topic, 0] += g if f == g else score * g + (1.0 - score) * f
-
-    def _update_memory(self, memory: FloatArray, topic: int, score: float, ts: float) -> None:
-        mem = None
-        row = memory[topic]
-        if not math.isnan(row[_STAB]):
-            mem = Memory(float(row[_STAB]), float(row[_DIFF]), float(row[_LAST]), int(row[_REV]), int(row[_LAPSE]))
-        new = self.memory_model.review(mem, score=score, timestamp=ts)
-        row[:] = (new.stability, new.difficulty, new.last_review, new.reviews, new.lapses)
-
     # -- read ------------------------------------------------------------------
 
     def topic_beliefs(self, state: LearnerState) -> tuple[FloatArray, FloatArray]:
@@ -383,12 +282,11 @@ class LearnerModel:
             return mean, np.sqrt(var)
         table = state.ability
         informed = table[chains, 2] > 0.0
-        informed[:, -1] = True  # the overall node is always usable
+        informed |= self._at_overall  # the overall node is always usable (padding repeats it: its first column wins)
         level = informed.argmax(axis=1)
-        node = chains[np.arange(chains.shape[0]), level]
-        # padding repeats the overall node, so the level of the overall node is its first column
+        node = chains[self._topic_range, level]
         mean = table[node, 0]
-        var = table[node, 1] + self.topic_var * np.minimum(level, self.topics.depth + 1)
+        var = table[node, 1] + self._spread[level]
         if self._has_novelty:
             mean = mean - self.novelty * (table[:-1, 2] <= 0.0)
         return mean, np.sqrt(var)
@@ -417,9 +315,11 @@ class LearnerModel:
     def recall(self, state: LearnerState, at: float | Any) -> FloatArray:
         """Predicted recall probability per topic at time ``at`` (NaN: never reviewed)."""
         now = as_epoch_seconds(at)
-        memory = state.memory
-        elapsed = (now - memory[:, _LAST]) / 86400.0
-        return recall_probability(memory[:, _STAB], elapsed)
+        # NaN: what the formula gives for a topic never reviewed
+        out = self._never_reviewed.copy() if state.n_topics == self.topics.n_topics else np.full(state.n_topics, np.nan)
+        rows = state.memory_rows
+        out[state.memory_topics] = recall_probability(rows[:, _STAB], (now - rows[:, _LAST]) / 86400.0)
+        return out
 
     def status(
         self,
@@ -444,17 +344,18 @@ class LearnerModel:
             p = predictions.p
         else:
             p = self.predict(state) if p_correct is None else p_correct
-        n = int(np.count_nonzero(m))
-        scorable, n_scorable = self._scorable_in(m)
+        n, whole, scorable, n_scorable = self._mask_counts(m)
         prof = None
         if n_scorable:
             sums = predictions.sums(scorable) if predictions is not None else topic_sums(self.runs, p, scorable)
             prof = float(sums.sum()) / n_scorable
         # progress, time and the last interaction come from the items met only
-        in_mask = m[state.touched]
-        met, rows = state.touched[in_mask], state.rows[in_mask]
-        credit = item_credit(rows[:, _ATT], rows[:, _FRAC], self.items.is_theory[met])
-        prog = float(credit.sum()) / n if n else 0.0
+        if whole:
+            met, rows = state.touched, state.rows
+        else:
+            in_mask = m[state.touched]
+            met, rows = state.touched[in_mask], state.rows[in_mask]
+        prog = self._credit_sum(met, rows) / n if n else 0.0
         if prof is not None:
             skill = prof
         else:
@@ -473,22 +374,31 @@ class LearnerModel:
             ),
         )
 
-    def _scorable_in(self, mask: BoolArray) -> tuple[BoolArray, int]:
-        """``mask`` and scorable, with its count; the same array for the same read-only mask."""
+    def _mask_counts(self, mask: BoolArray) -> tuple[int, bool, BoolArray, int]:
+        """The items of ``mask``, whether it is the whole catalog, ``mask`` and scorable and
+        that count; kept for a read-only mask (the same array for the same mask)."""
+        found = None if mask.flags.writeable else self._weights.get(id(mask))
+        if found is not None and found[0] is mask:
+            return found[1]
         if mask.all():  # the whole catalog: the scorable items themselves
-            return self.items.scorable, self.n_scorable
-        if mask.flags.writeable:
-            w = mask & self.items.scorable
-            return w, int(np.count_nonzero(w))
-        found = self._weights.get(id(mask))
-        if found is None or found[0] is not mask:
+            counts = (int(mask.size), True, self.items.scorable, self.n_scorable)
+        else:
             w = mask & self.items.scorable
             w.setflags(write=False)
-            found = (mask, w, int(np.count_nonzero(w)))
+            counts = (int(np.count_nonzero(mask)), False, w, int(np.count_nonzero(w)))
+        if not mask.flags.writeable:
             if len(self._weights) >= 64:
                 self._weights.clear()
-            self._weights[id(mask)] = found
-        return found[1], found[2]
+            self._weights[id(mask)] = (mask, counts)
+        return counts
+
+    def _credit_sum(self, met: IntArray, rows: FloatArray) -> float:
+        """The summed progress credit of the items met ``met`` (their ``rows``)."""
+        attempted = rows[:, _ATT] > 0
+        theory = self.items.is_theory[met]
+        if not theory.any():  # a credit of 0 or 1 per item: the sum is a count
+            return float(np.count_nonzero(attempted))
+        return float(item_credit(rows[:, _ATT], rows[:, _FRAC], theory).sum())
 
     def credit(self, state: LearnerState) -> FloatArray:
         """Per-item progress credit in [0, 1]."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._types import BoolArray, FloatArray, IntArray
-from .irt import expected_p_correct
+from .irt import _PI_OVER_8, expected_p_correct
 from .structure import ItemParams
 
 __all__ = ["Predictions", "TopicRuns", "topic_sums"]
@@ -52,14 +52,18 @@ class TopicRuns:
         np.cumsum(np.bincount(topic, minlength=n_topics), out=ptr[1:])
         return cls(order, ptr, bool(np.array_equal(order, np.arange(order.size))))
 
-    def positions(self, topics: IntArray) -> IntArray:
-        """The positions owned by ``topics``, run after run (in the order given)."""
-        lengths = self.ptr[topics + 1] - self.ptr[topics]
-        total = int(lengths.sum())
+    def positions(self, topics: IntArray, lengths: IntArray | None = None) -> IntArray:
+        """The positions owned by ``topics``, run after run (in the order given; ``lengths``:
+        their numbers of items, when known)."""
+        starts = self.ptr[topics]
+        if lengths is None:
+            lengths = self.ptr[topics + 1] - starts
+        ends = np.cumsum(lengths)
+        total = int(ends[-1]) if ends.size else 0
         if total == 0:
             return np.zeros(0, dtype=np.intp)
-        ends = np.cumsum(lengths)
-        flat = np.repeat(self.ptr[topics] - ends + lengths, lengths) + np.arange(total)
+        flat = np.repeat(starts - ends + lengths, lengths)
+        flat += np.arange(total)
         return flat if self.identity else self.order[flat]
 
 
@@ -111,15 +115,27 @@ class Predictions:
     base: Predictions | None = None
     changed: IntArray | None = None
     where: IntArray | None = None
+    rasch: bool = False
+    #: ``p[where]``, and where each changed topic with items starts in it (those topics, the starts)
+    fresh: FloatArray | None = None
+    segments: tuple[IntArray, IntArray] | None = None
+    lengths: IntArray | None = None  # the items of each changed topic
     _sums: dict[int, tuple[np.ndarray, FloatArray]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def compute(cls, items: ItemParams, runs: TopicRuns, mean: FloatArray, sd: FloatArray) -> Predictions:
         """Everything from the beliefs."""
-        p = expected_p_correct(mean[items.topic], sd[items.topic] ** 2, items.b, items.a)
+        rasch = bool((items.a == 1.0).all())
+        if rasch:
+            p = _rasch_p(items, runs.order, runs.counts, mean, sd)  # topic after topic
+            if not runs.identity:
+                in_order, p = p, np.empty_like(p)
+                p[runs.order] = in_order
+        else:
+            p = expected_p_correct(mean[items.topic], sd[items.topic] ** 2, items.b, items.a)
         p.setflags(write=False)
-        return cls(items, runs, mean, sd, p)
+        return cls(items, runs, mean, sd, p, rasch=rasch)
 
     def advance(self, mean: FloatArray, sd: FloatArray) -> Predictions:
         """The predictions for new beliefs, recomputing only the topics whose belief changed."""
@@ -128,24 +144,39 @@ class Predictions:
         changed = np.flatnonzero((mean != self.mean) | (sd != self.sd))
         if changed.size == 0:
             return self
-        where = self.runs.positions(changed)
-        if where.size > _FULL_SHARE * self.p.size:
-            return Predictions.compute(self.items, self.runs, mean, sd)
+        previous = self.changed
+        if previous is not None and previous.size == changed.size and previous.tobytes() == changed.tobytes():
+            # the same topics as last time (an answer moves the same nodes): the same runs
+            assert self.where is not None and self.segments is not None and self.lengths is not None
+            changed, where, lengths, segments = previous, self.where, self.lengths, self.segments
+        else:
+            lengths = self.runs.counts[changed]
+            where = self.runs.positions(changed, lengths)
+            if where.size > _FULL_SHARE * self.p.size:
+                return Predictions.compute(self.items, self.runs, mean, sd)
+            segments = _segments(changed, lengths)
+            for shared in (changed, where, lengths):  # (read by every thread that reads these predictions)
+                shared.setflags(write=False)
         items = self.items
-        # ``where`` runs topic after topic: each item's belief is its topic's, repeated over the run
-        # (what ``mean[items.topic[where]]`` gathers, at a fraction of the cost)
-        lengths = self.runs.counts[changed]
-        var = np.repeat(sd[changed] ** 2, lengths)
+        if self.rasch:
+            fresh = _rasch_p(items, where, lengths, mean[changed], sd[changed])
+        else:
+            # ``where`` runs topic after topic: each item's belief is its topic's, repeated over the run
+            # (what ``mean[items.topic[where]]`` gathers, at a fraction of the cost)
+            var = np.repeat(sd[changed] ** 2, lengths)
+            fresh = expected_p_correct(np.repeat(mean[changed], lengths), var, items.b[where], items.a[where])
+        fresh.setflags(write=False)
         p = self.p.copy()
-        p[where] = expected_p_correct(np.repeat(mean[changed], lengths), var, items.b[where], items.a[where])
+        p[where] = fresh
         p.setflags(write=False)
         # only one step of history is kept, so that a chain of states is not held in memory
-        return Predictions(items, self.runs, mean, sd, p, base=self._detached(), changed=changed, where=where)
+        base = self._detached()
+        return Predictions(items, self.runs, mean, sd, p, base, changed, where, self.rasch, fresh, segments, lengths)
 
     def _detached(self) -> Predictions:
         if self.base is None:
             return self
-        return Predictions(self.items, self.runs, self.mean, self.sd, self.p, _sums=dict(self._sums))
+        return Predictions(self.items, self.runs, self.mean, self.sd, self.p, rasch=self.rasch, _sums=dict(self._sums))
 
     def sums(self, weights: BoolArray) -> FloatArray:
         """Per topic, the sum of ``p`` over the items of ``weights`` it owns.
@@ -160,8 +191,12 @@ class Predictions:
         base = self.base
         carried = None if base is None else base._sums.get(key)
         if carried is not None and carried[0] is weights and self.changed is not None:
+            # the changed topics' sums, as :func:`topic_sums` takes them (a topic without items keeps its 0)
             out = carried[1].copy()
-            out[self.changed] = topic_sums(self.runs, self.p, weights, self.changed, self.where)
+            assert self.fresh is not None and self.where is not None and self.segments is not None
+            topics, starts = self.segments
+            if topics.size:
+                out[topics] = np.add.reduceat(self.fresh * weights[self.where], starts)
         else:
             out = topic_sums(self.runs, self.p, weights)
         out.setflags(write=False)
@@ -170,3 +205,30 @@ class Predictions:
             while len(self._sums) > 8:  # a few filters per learner at most
                 self._sums.pop(next(iter(self._sums)))
         return out
+
+
+def _segments(changed: IntArray, lengths: IntArray) -> tuple[IntArray, IntArray]:
+    """The changed topics with items, and where each one's run starts among the changed items."""
+    filled = lengths > 0
+    if not filled.all():
+        changed, lengths = changed[filled], lengths[filled]
+    starts = np.zeros(lengths.size, dtype=np.intp)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    changed.setflags(write=False)
+    starts.setflags(write=False)
+    return changed, starts
+
+
+def _rasch_p(items: ItemParams, where: IntArray, lengths: IntArray, mean: FloatArray, sd: FloatArray) -> FloatArray:
+    """:func:`~learnloop.tracing.irt.expected_p_correct` of the items at ``where`` when every
+    discrimination is 1: runs of ``lengths`` items of the topics whose beliefs are ``mean``,
+    ``sd``. The same doubles: with ``a = 1`` the scale ``sqrt(1 + pi/8 * a^2 * var)`` is
+    the topic's, and ``exp(-(m - b) / scale)`` is ``exp((b - m) / scale)`` (rounding is symmetric)."""
+    scale = np.sqrt(1.0 + _PI_OVER_8 * sd**2)
+    z = items.b[where]
+    z -= np.repeat(mean, lengths)
+    z /= np.repeat(scale, lengths)
+    with np.errstate(over="ignore"):
+        np.exp(z, out=z)
+    z += 1.0
+    return np.divide(1.0, z, out=z)

@@ -406,7 +406,7 @@ def _with_rows(state: LearnerState, positions: list[int]) -> tuple[IntArray, Flo
     touched, rows, sig = state.touched, state.rows, state.sig
     if len(positions) == 1:  # one event: one binary search
         position = int(positions[0])
-        slot = int(np.searchsorted(touched, position))
+        slot = int(touched.searchsorted(position))
         if slot < touched.size and touched[slot] == position:
             return touched, rows.copy(), sig.copy(), {position: slot}
         k = touched.size
