@@ -93,38 +93,20 @@ class SessionState:
     def to_doc(self, *, like: tuple[SessionState, Mapping[str, Any]] | None = None) -> dict[str, Any]:
         """The stored document. ``like``: an earlier state of this session with its document made
         by this method, whose parts that did not change (the spec, the times) are taken as they are."""
-        if like is not None:
+        last = self.last_event_at
+        if like is not None and _same_start(like[0], self):
             before, doc = like
-            if (
-                before.spec is self.spec
-                and before.session_id == self.session_id
-                and before.started_at == self.started_at
-            ):
-                last = self.last_event_at
-                return {
-                    "session_id": doc["session_id"],
-                    "spec": doc["spec"],
-                    "started_at": doc["started_at"],
-                    "interaction_count": self.interaction_count,
-                    "last_event_at": (
-                        doc["last_event_at"]
-                        if last == before.last_event_at
-                        else None
-                        if last is None
-                        else format_timestamp(last)
-                    ),
-                    "recommendation_count": self.recommendation_count,
-                    "constraint_counts": list(self.constraint_counts),
-                    "last_item": self.last_item,
-                    "last_topic": self.last_topic,
-                    "assessed": list(self.assessed),
-                }
+            spec, started = doc["spec"], doc["started_at"]
+            last_text = doc["last_event_at"] if last == before.last_event_at else _timestamp_text(last)
+        else:
+            spec, started = self.spec.model_dump(mode="json", exclude_none=True), format_timestamp(self.started_at)
+            last_text = _timestamp_text(last)
         return {
             "session_id": self.session_id,
-            "spec": self.spec.model_dump(mode="json", exclude_none=True),
-            "started_at": format_timestamp(self.started_at),
+            "spec": spec,
+            "started_at": started,
             "interaction_count": self.interaction_count,
-            "last_event_at": None if self.last_event_at is None else format_timestamp(self.last_event_at),
+            "last_event_at": last_text,
             "recommendation_count": self.recommendation_count,
             "constraint_counts": list(self.constraint_counts),
             "last_item": self.last_item,
@@ -220,3 +202,12 @@ class SessionState:
 def _stored_time(moment: datetime) -> bool:
     """Whether ``moment`` is what :func:`parse_timestamp` makes of its :func:`format_timestamp`."""
     return moment.tzinfo is UTC and not moment.microsecond % 1000 and not moment.fold
+
+
+def _same_start(before: SessionState, after: SessionState) -> bool:
+    """Whether ``after`` is a later state of the session ``before`` is (same spec object and start)."""
+    return before.spec is after.spec and before.session_id == after.session_id and before.started_at == after.started_at
+
+
+def _timestamp_text(moment: datetime | None) -> str | None:
+    return None if moment is None else format_timestamp(moment)
