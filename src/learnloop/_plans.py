@@ -135,8 +135,8 @@ def plan_interactions(
         # (a step) one event later than every stored one of its learner: new, nothing to read
         only: Interaction = interactions[0]
         learner = (only.user_id, only.catalog_id)
-        rev, bound = revisions.get(learner), latest.get(learner)
-        if rev is not None and bound is not None and only.epoch > bound:
+        rev, until = revisions.get(learner), latest.get(learner)
+        if rev is not None and until is not None and only.epoch > until:
             return Plan([only], 1, {learner: [only]}, set(), {learner: Revision(rev, floor=rev)}, read=False)
     latest_version: dict[tuple[str, str, str, str], Interaction] = {}
     for interaction in interactions:
