@@ -53,6 +53,8 @@ MAX_CHECKPOINTS = 8
 #: bytes of a numpy array object beside its data, and of a cache entry beside its states
 _ARRAY_OVERHEAD = 112
 _ENTRY_OVERHEAD = 600
+#: bytes of a learner state beside its arrays' data: their objects, and the state object itself
+_STATE_OVERHEAD = _ARRAY_OVERHEAD * LearnerState.N_ARRAYS + 100
 #: default bound of the learner-state cache, in bytes
 DEFAULT_CACHE_BYTES = 256 * 2**20
 
@@ -157,14 +159,15 @@ class _Cached:
 
     @property
     def nbytes(self) -> int:
-        seen: set[int] = set()
-        total = 0
-        for state in (self.state, *(c.state for c in self.checkpoints)):
-            if id(state) in seen:
-                continue
-            seen.add(id(state))
-            # the arrays' data plus their objects (~112 bytes each), and the state object itself
-            total += state.nbytes + _ARRAY_OVERHEAD * len(state.arrays) + 100
+        # the arrays' data plus their objects (~112 bytes each), and the state object itself
+        state = self.state
+        total = state.nbytes + _STATE_OVERHEAD
+        if self.checkpoints:
+            seen = {id(state)}
+            for checkpoint in self.checkpoints:
+                if id(checkpoint.state) not in seen:
+                    seen.add(id(checkpoint.state))
+                    total += checkpoint.state.nbytes + _STATE_OVERHEAD
         # the entry, its key and its place in the cache
         return total + 200 * len(self.pending) + _ENTRY_OVERHEAD
 

@@ -109,3 +109,15 @@ def test_a_document_another_process_wrote_is_decoded_again() -> None:
     memo.decode("b", {"rev": 2})
     memo.decode("c", {"rev": 3})  # full: starts over
     assert memo.decode("c", {"rev": 3}) == Revision(3)
+
+
+def test_a_cached_entry_counts_the_bytes_of_every_array_of_its_states() -> None:
+    engine = Engine()
+    engine.upsert_items(ITEMS)
+    engine.upsert_catalog(CATALOG)
+    engine.upsert_events(USER, [{"type": "attempt", "item_id": ITEMS[0].item_id, "catalog_id": CATALOG.catalog_id,
+                                 "timestamp": "2025-03-01T00:00:00Z", "score": 1.0}])  # fmt: skip
+    entry = engine._learners.tracker.state(APP, USER, engine.catalog_model(CATALOG.catalog_id))
+    state = entry.state
+    assert state.nbytes == sum(a.nbytes for a in state.arrays)
+    assert entry.nbytes == state.nbytes + 112 * len(state.arrays) + 100 + 600

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -308,10 +308,23 @@ class LearnerState:
             self.momentum,
         )
 
+    #: the number of :attr:`arrays`
+    N_ARRAYS: ClassVar[int] = 9
+
     @property
     def nbytes(self) -> int:
         """Bytes of the data of :attr:`arrays`."""
-        return sum(a.nbytes for a in self.arrays)
+        return (
+            self.ability_topics.nbytes
+            + self.ability_rows.nbytes
+            + self.overall_row.nbytes
+            + self.memory_topics.nbytes
+            + self.memory_rows.nbytes
+            + self.touched.nbytes
+            + self.rows.nbytes
+            + self.sig.nbytes
+            + self.momentum.nbytes
+        )
 
     def memory_of(self, topic: int) -> Memory | None:
         """The memory of one topic, or None if never reviewed."""
