@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from learnloop._event_batch import EventBatch
-from learnloop._revisions import Revision
+from learnloop._revisions import Revision, RevisionMemo
 from learnloop._types import IntArray
 from learnloop.events import Interaction
 from learnloop.store import Store
@@ -111,9 +111,13 @@ class BatchPlan:
         return Plan([], self.new, by_learner, self.rewrites & wanted, self.revisions, self.read)
 
 
-def _revisions(store: Store, app: str, learners: list[Learner]) -> dict[Learner, Revision]:
+def _revisions(
+    store: Store, app: str, learners: list[Learner], memo: RevisionMemo | None = None
+) -> dict[Learner, Revision]:
     if len(learners) == 1:  # (a session's step) one read
-        return {learners[0]: Revision.from_doc(store.get("learners", app, learners[0]))}
+        learner = learners[0]
+        doc = store.get("learners", app, learner)
+        return {learner: Revision.from_doc(doc) if memo is None else memo.decode((app, *learner), doc)}
     found = store.get_many("learners", app, learners)
     return {(k[0], k[1]): Revision.from_doc(doc) for k, doc in found.items()}
 
@@ -127,6 +131,13 @@ def plan_interactions(
     latest: Mapping[Learner, float] | None = None,
 ) -> Plan:
     """Which interactions would change anything (see :meth:`Tracker.plan <learnloop._tracking.Tracker.plan>`)."""
+    if revisions is not None and latest is not None and interactions.__class__ is list and len(interactions) == 1:
+        # (a step) one event later than every stored one of its learner: new, nothing to read
+        only: Interaction = interactions[0]
+        learner = (only.user_id, only.catalog_id)
+        rev, until = revisions.get(learner), latest.get(learner)
+        if rev is not None and until is not None and only.epoch > until:
+            return Plan([only], 1, {learner: [only]}, set(), {learner: Revision(rev, floor=rev)}, read=False)
     latest_version: dict[tuple[str, str, str, str], Interaction] = {}
     for interaction in interactions:
         latest_version[interaction.key] = interaction
@@ -203,22 +214,29 @@ def plan_batch(store: Store, app: str, user_id: str, batch: EventBatch, topics: 
     return BatchPlan(user_id, batch, list(topics), changed, len(changed) - found, spans, rewrites, known)
 
 
-def write(store: Store, app: str, plan: Plan | BatchPlan, *, check: bool = False) -> None:
+def write(
+    store: Store, app: str, plan: Plan | BatchPlan, *, check: bool = False, memo: RevisionMemo | None = None
+) -> None:
     """Store the plan's events and advance the learners' revisions (see
-    :meth:`Tracker.write <learnloop._tracking.Tracker.write>`)."""
+    :meth:`Tracker.write <learnloop._tracking.Tracker.write>`); ``memo`` keeps the
+    revision documents read and written."""
     spans = plan.spans()
     if not spans:
         return
     now = plan.revisions
     if check or not plan.read:
-        now = _revisions(store, app, list(spans))
+        now = _revisions(store, app, list(spans), memo)
         if check and any(now.get(k, _NONE).rev != plan.revisions.get(k, _NONE).rev for k in spans):
             raise StaleError("a learner's events changed since the plan was made")
     store.put_many("events", app, plan.rows())
     updates = []
     for learner, (low, high) in spans.items():
         after = now.get(learner, _NONE).after_write(low, high, rewrite=learner in plan.rewrites)
-        updates.append((learner, after.to_doc()))
+        doc = after.to_doc()
+        updates.append((learner, doc))
+        if memo is not None and low.__class__ is float and high.__class__ is float:
+            # (times as they read back, so the document read next is decoded to ``after`` itself)
+            memo.remember((app, *learner), doc, after)
     store.put_many("learners", app, updates)
 
 

@@ -19,13 +19,16 @@ says below which revision the list may be incomplete.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["REVISION_LOG", "Revision"]
+__all__ = ["REVISION_LOG", "Revision", "RevisionMemo"]
 
 #: out-of-order writes remembered in a learner's revision document
 REVISION_LOG = 16
+#: learners whose last revision document a :class:`RevisionMemo` keeps
+MEMO_SIZE = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,3 +94,39 @@ class Revision:
             return -math.inf
         lows = [low for r, low in self.late if r > revision]
         return min(lows) if lows else None
+
+
+class RevisionMemo:
+    """The last revision document read or written for each learner, with what it reads as:
+    a document equal to it is not decoded again.
+
+    Entries are checked by content (a document equal to the remembered one reads
+    the same), so a stale entry costs a decode, never a wrong answer; the memo
+    holds at most :data:`MEMO_SIZE` learners (it starts over when full).
+
+    >>> memo = RevisionMemo()
+    >>> first = memo.decode("k", {"rev": 2, "hi": 5.0})
+    >>> memo.decode("k", {"rev": 2, "hi": 5.0}) is first, memo.decode("k", {"rev": 3, "hi": 6.0}).rev
+    (True, 3)
+    """
+
+    def __init__(self, size: int = MEMO_SIZE) -> None:
+        self._seen: dict[Hashable, tuple[dict[str, Any], Revision]] = {}
+        self._size = size
+
+    def decode(self, key: Hashable, doc: Any) -> Revision:
+        """:meth:`Revision.from_doc` of the document read for ``key``."""
+        found = self._seen.get(key)
+        if found is not None and found[0] == doc:
+            return found[1]
+        revision = Revision.from_doc(doc)
+        if doc.__class__ is dict:
+            self.remember(key, doc, revision)
+        return revision
+
+    def remember(self, key: Hashable, doc: dict[str, Any], revision: Revision) -> None:
+        """Keep ``doc`` (never changed afterwards) as ``key``'s latest document, reading as ``revision``."""
+        seen = self._seen
+        if len(seen) >= self._size and key not in seen:
+            seen.clear()
+        seen[key] = (doc, revision)

@@ -36,7 +36,7 @@ from learnloop._event_batch import EventBatch
 from learnloop._lru import LRUCache
 from learnloop._plans import BatchPlan, Plan, StaleError, plan_batch, plan_interactions
 from learnloop._plans import write as write_plan
-from learnloop._revisions import Revision
+from learnloop._revisions import Revision, RevisionMemo
 from learnloop.content import CatalogIndex
 from learnloop.events import Interaction, format_timestamp
 from learnloop.recommend.view import catalog_topics
@@ -53,6 +53,8 @@ MAX_CHECKPOINTS = 8
 #: bytes of a numpy array object beside its data, and of a cache entry beside its states
 _ARRAY_OVERHEAD = 112
 _ENTRY_OVERHEAD = 600
+#: bytes of a learner state beside its arrays' data: their objects, and the state object itself
+_STATE_OVERHEAD = _ARRAY_OVERHEAD * LearnerState.N_ARRAYS + 100
 #: default bound of the learner-state cache, in bytes
 DEFAULT_CACHE_BYTES = 256 * 2**20
 
@@ -157,14 +159,15 @@ class _Cached:
 
     @property
     def nbytes(self) -> int:
-        seen: set[int] = set()
-        total = 0
-        for state in (self.state, *(c.state for c in self.checkpoints)):
-            if id(state) in seen:
-                continue
-            seen.add(id(state))
-            # the arrays' data plus their objects (~112 bytes each), and the state object itself
-            total += state.nbytes + _ARRAY_OVERHEAD * len(state.arrays) + 100
+        # the arrays' data plus their objects (~112 bytes each), and the state object itself
+        state = self.state
+        total = state.nbytes + _STATE_OVERHEAD
+        if self.checkpoints:
+            seen = {id(state)}
+            for checkpoint in self.checkpoints:
+                if id(checkpoint.state) not in seen:
+                    seen.add(id(checkpoint.state))
+                    total += checkpoint.state.nbytes + _STATE_OVERHEAD
         # the entry, its key and its place in the cache
         return total + 200 * len(self.pending) + _ENTRY_OVERHEAD
 
@@ -192,6 +195,7 @@ class Tracker:
         self._cache: LRUCache[tuple[str, str, str], _Cached] = LRUCache(
             max_bytes=cache_bytes, sizeof=lambda entry: entry.nbytes
         )
+        self._memo = RevisionMemo()
 
     # -- the cache ------------------------------------------------------------------
     def _get(self, key: tuple[str, str, str]) -> _Cached | None:
@@ -230,10 +234,20 @@ class Tracker:
         """
         catalog_id = catalog.index.catalog_id
         key = (app, user, catalog_id)
-        revision = Revision.from_doc(self.store.get("learners", app, (user, catalog_id)))
+        doc = self.store.get("learners", app, (user, catalog_id))
+        cached = self._get(key)
+        if (
+            cached is not None
+            and doc.__class__ is dict
+            and doc.get("rev") == cached.revision  # (the revision number alone says the entry is current)
+            and cached.fingerprint == catalog.fingerprint
+            and not cached.pending
+            and cached.dirty_from is None
+        ):
+            return cached
+        revision = self._memo.decode(key, doc)
         if revision.rev == 0:
             return catalog.empty_entry()
-        cached = self._get(key)
         entry = self._base(catalog, cached, revision)
         if not entry.current:
             entry = self._catch_up(app, user, catalog, entry)
@@ -304,9 +318,14 @@ class Tracker:
 
     @staticmethod
     def _apply(
-        catalog: CatalogModel, entry: _Cached, ordered: Sequence[Interaction], checkpoints: tuple[_Checkpoint, ...]
+        catalog: CatalogModel,
+        entry: _Cached,
+        ordered: Sequence[Interaction],
+        checkpoints: tuple[_Checkpoint, ...],
+        revision: int | None = None,
     ) -> _Cached:
-        """Apply interactions (in order, none earlier than ``entry.latest``), cutting checkpoints."""
+        """Apply interactions (in order, none earlier than ``entry.latest``), cutting checkpoints;
+        the entry made is at ``revision`` (default: ``entry``'s)."""
         model = catalog.model
         state = entry.state
         latest = entry.latest
@@ -334,7 +353,9 @@ class Tracker:
             if since >= CHECKPOINT_EVERY and (at == n or ordered[at].epoch > latest):
                 checkpoints = _thin((*checkpoints, _Checkpoint(latest, state, last_attempt)))
                 since = 0
-        return _Cached(entry.revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
+        if revision is None:
+            revision = entry.revision
+        return _Cached(revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
 
     # -- writing --------------------------------------------------------------------------
     def plan(
@@ -367,7 +388,7 @@ class Tracker:
         one moved since the plan was made; without it, the plan must have been
         made inside the same transaction (its revisions are then current).
         """
-        write_plan(self.store, app, plan, check=check)
+        write_plan(self.store, app, plan, check=check, memo=self._memo)
 
     def advance(
         self,
@@ -401,8 +422,19 @@ class Tracker:
                 base = catalog.empty_entry()
             else:
                 base = self._base(catalog, cached, stored)
+            rewrite = (user, catalog_id) in plan.rewrites
+            if not rewrite and not base.pending and base.dirty_from is None and (user, catalog_id) in wanted:
+                # (a step) the events go after the current state's: applied to it at once
+                ordered = _order(group) if len(group) > 1 else group
+                low = ordered[0].epoch
+                if low >= base.latest:
+                    checkpoints = base.checkpoints
+                    if checkpoints and checkpoints[-1].latest >= low:
+                        checkpoints = tuple(c for c in checkpoints if c.latest < low)
+                    out[key] = self._apply(catalog, base, ordered, checkpoints, revision + 1)
+                    continue
             dirty = base.dirty_from
-            if (user, catalog_id) in plan.rewrites:
+            if rewrite:
                 low = min(i.epoch for i in group)
                 dirty = low if dirty is None else min(dirty, low)
             entry = _Cached(

@@ -21,7 +21,7 @@ import numpy as np
 
 from ._types import FloatArray, IntArray
 from .ability import update_ability, update_additive
-from .forgetting import Memory, as_epoch_seconds
+from .forgetting import as_epoch_seconds
 from .state import _ATT, _DIFF, _FRAC, _LAPSE, _LAST, _REV, _SCORE, _SKIP, _STAB, _TIME, _TS, _frozen
 
 if TYPE_CHECKING:
@@ -261,10 +261,11 @@ def update_topics(
 
 
 def _update_memory(model: LearnerModel, memory: Rows, topic: int, score: float, ts: float) -> None:
-    mem = None
-    memory.load((topic,))
     row = memory[topic]
-    if not math.isnan(row[_STAB]):
-        mem = Memory(row[_STAB], row[_DIFF], row[_LAST], int(row[_REV]), int(row[_LAPSE]))
-    new = model.memory_model.review(mem, score=score, timestamp=ts)
-    row[:] = (new.stability, new.difficulty, new.last_review, float(new.reviews), float(new.lapses))
+    if math.isnan(row[_STAB]):
+        s, d, last, reviews, lapses = model.memory_model.first_review(score, ts)
+    else:
+        s, d, last, reviews, lapses = model.memory_model.next_review(
+            row[_STAB], row[_DIFF], row[_LAST], int(row[_REV]), int(row[_LAPSE]), score, ts
+        )
+    row[:] = (s, d, last, float(reviews), float(lapses))

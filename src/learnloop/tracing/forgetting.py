@@ -143,12 +143,34 @@ class MemoryModel:
     def review(self, memory: Memory | None, *, score: float, timestamp: datetime | float) -> Memory:
         """The memory after one review at ``timestamp`` with ``score`` (new object)."""
         now = as_epoch_seconds(timestamp)
+        if memory is None:
+            return Memory(*self.first_review(score, now))
+        return Memory(
+            *self.next_review(
+                memory.stability, memory.difficulty, memory.last_review, memory.reviews, memory.lapses, score, now
+            )
+        )
+
+    def first_review(self, score: float, now: float) -> tuple[float, float, float, int, int]:
+        """The fields of the :class:`Memory` after a first review at ``now`` (epoch seconds)."""
+        g = self.grade(score)
+        return self.weights[g - 1], self._d0(g), now, 1, int(g == 1)
+
+    def next_review(
+        self,
+        s: float,
+        d: float,
+        last_review: float,
+        reviews: int,
+        lapses: int,
+        score: float,
+        now: float,
+    ) -> tuple[float, float, float, int, int]:
+        """The fields of the :class:`Memory` ``(s, d, last_review, reviews, lapses)`` after a
+        review at ``now`` (epoch seconds)."""
         g = self.grade(score)
         w = self.weights
-        if memory is None:
-            return Memory(stability=w[g - 1], difficulty=self._d0(g), last_review=now, reviews=1, lapses=int(g == 1))
-        elapsed = max(0.0, now - memory.last_review) / DAY_SECONDS
-        s, d = memory.stability, memory.difficulty
+        elapsed = max(0.0, now - last_review) / DAY_SECONDS
         r = _recall(s, elapsed)
         if g == 1:
             new_s = w[11] * d ** -w[12] * ((s + 1.0) ** w[13] - 1.0) * math.exp(w[14] * (1.0 - r))
@@ -157,12 +179,12 @@ class MemoryModel:
             hard = w[15] if g == 2 else 1.0
             new_s = s * (1.0 + math.exp(w[8]) * (11.0 - d) * s ** -w[9] * (math.exp(w[10] * (1.0 - r)) - 1.0) * hard)
         new_d = w[7] * self._d0(3) + (1.0 - w[7]) * (d - w[6] * (g - 3))
-        return Memory(
-            stability=max(new_s, 0.01),
-            difficulty=min(10.0, max(1.0, new_d)),
-            last_review=max(now, memory.last_review),
-            reviews=memory.reviews + 1,
-            lapses=memory.lapses + int(g == 1),
+        return (
+            max(new_s, 0.01),
+            min(10.0, max(1.0, new_d)),
+            max(now, last_review),
+            reviews + 1,
+            lapses + int(g == 1),
         )
 
     def replay(self, timestamps: ArrayLike, scores: ArrayLike) -> Memory | None:

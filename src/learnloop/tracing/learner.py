@@ -208,7 +208,8 @@ class LearnerModel:
             state.ability_topics, state.ability_rows, state.ability_blank.tolist(), overall, state.overall_row.tolist()
         )
         memory = Rows(state.memory_topics, state.memory_rows, _MEMORY_BLANK, nan_equal=True)
-        momentum = state.momentum.tolist()
+        before = state.momentum.tolist()
+        momentum = [*before]
         n_events = state.n_events
         for event in events:
             if apply_event(self, ability, memory, item_rows, sigs, event, momentum):
@@ -222,9 +223,10 @@ class LearnerModel:
         if overall in ability:
             overall_row = np.array(ability[overall])
             overall_row.flags.writeable = False
-        for a in (touched, rows, sig):
-            a.flags.writeable = False
-        return LearnerState(
+        touched.flags.writeable = False
+        rows.flags.writeable = False
+        sig.flags.writeable = False
+        return LearnerState._made(
             ability_topics,
             ability_rows,
             state.ability_blank,
@@ -237,7 +239,7 @@ class LearnerModel:
             sig,
             n,
             n_events,
-            state.momentum if momentum == state.momentum.tolist() else _frozen(np.array(momentum, dtype=np.float64)),
+            state.momentum if momentum == before else _frozen(np.array(momentum, dtype=np.float64)),
         )
 
     def replay(self, events: Iterable[Event], state: LearnerState | None = None) -> LearnerState:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -28,6 +28,11 @@ _MEMORY_BLANK_ROW = np.array(_MEMORY_BLANK)
 _MEMORY_BLANK_NAN = np.isnan(_MEMORY_BLANK_ROW)
 _MEMORY_BLANK_ROW.setflags(write=False)
 _MEMORY_BLANK_NAN.setflags(write=False)
+#: an item's blank row and signature, as rows to insert
+_BLANK_ROW = np.array([_BLANK])
+_NO_SIG = np.zeros(1, dtype=np.int64)
+_BLANK_ROW.setflags(write=False)
+_NO_SIG.setflags(write=False)
 
 
 def _blank_memory(memory: FloatArray) -> np.ndarray:
@@ -120,6 +125,44 @@ class LearnerState:
             int(n_events),
             _no_momentum() if momentum is None else _frozen(np.array(momentum, dtype=np.float64).reshape(2)),
         )
+
+    @classmethod
+    def _made(
+        cls,
+        ability_topics: IntArray,
+        ability_rows: FloatArray,
+        ability_blank: FloatArray,
+        overall_row: FloatArray,
+        memory_topics: IntArray,
+        memory_rows: FloatArray,
+        n_topics: int,
+        touched: IntArray,
+        rows: FloatArray,
+        sig: np.ndarray,
+        n_items: int,
+        n_events: int,
+        momentum: FloatArray,
+    ) -> LearnerState:
+        """What the constructor makes of these fields, at a fraction of its cost (a frozen
+        dataclass sets each field through ``object.__setattr__``): for an update."""
+        made = object.__new__(cls)
+        made.__dict__.update(
+            ability_topics=ability_topics,
+            ability_rows=ability_rows,
+            ability_blank=ability_blank,
+            overall_row=overall_row,
+            memory_topics=memory_topics,
+            memory_rows=memory_rows,
+            n_topics=n_topics,
+            touched=touched,
+            rows=rows,
+            sig=sig,
+            n_items=n_items,
+            n_events=n_events,
+            momentum=momentum,
+            _dense={},
+        )
+        return made
 
     @property
     def ability(self) -> FloatArray:
@@ -265,10 +308,23 @@ class LearnerState:
             self.momentum,
         )
 
+    #: the number of :attr:`arrays`
+    N_ARRAYS: ClassVar[int] = 9
+
     @property
     def nbytes(self) -> int:
         """Bytes of the data of :attr:`arrays`."""
-        return sum(a.nbytes for a in self.arrays)
+        return (
+            self.ability_topics.nbytes
+            + self.ability_rows.nbytes
+            + self.overall_row.nbytes
+            + self.memory_topics.nbytes
+            + self.memory_rows.nbytes
+            + self.touched.nbytes
+            + self.rows.nbytes
+            + self.sig.nbytes
+            + self.momentum.nbytes
+        )
 
     def memory_of(self, topic: int) -> Memory | None:
         """The memory of one topic, or None if never reviewed."""
