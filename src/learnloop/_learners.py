@@ -107,14 +107,16 @@ class Learners:
         failed = None
         if entry.last_attempt is not None and entry.last_attempt[1] < 0.5:
             failed = entry.last_attempt[0]
+        now = self.clock().timestamp()
+        learner_model = model.model
         return LearnerView(
             index=model.index,
             p_correct=predictions.p,
-            discrimination=model.model.items.a,
-            recall=model.model.recall(state, self.clock().timestamp()),
+            discrimination=learner_model.items.a,
             last_failed=failed,
             state=state,
             predictions=predictions,
+            recall_of=lambda: learner_model.recall(state, now),  # (made when a policy reads it)
         )
 
     def check_events_count(self, n: int) -> None:
