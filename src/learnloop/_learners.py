@@ -66,7 +66,7 @@ class Learners:
         self._locks = LearnerLocks()
         # each learner's latest predictions: the next ones recompute only the topics that changed
         self._predictions: LRUCache[tuple[str, str, str], Predictions] = LRUCache(
-            max_bytes=PREDICTIONS_CACHE_BYTES, sizeof=lambda p: 2 * p.p.nbytes + 16 * p.mean.size + 800
+            max_bytes=PREDICTIONS_CACHE_BYTES, sizeof=lambda p: 4 * p.p.nbytes + 16 * p.mean.size + 800
         )
 
     def lock(self, app: str, pairs: Iterable[tuple[str, str]]) -> Any:

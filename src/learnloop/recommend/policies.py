@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop._types import BoolArray, IntArray
+from learnloop.recommend._informative import MIN_POOL, most_informative
 from learnloop.recommend.candidates import Candidates, mask_topics, without
 from learnloop.recommend.view import (
     LearnerView,
@@ -353,19 +354,27 @@ class AssessPolicy(Policy):
         if not pool.any():
             pool = eligible
         pool = without(pool, previous)
-        positions = np.flatnonzero(pool)
-        info = view.information_at(positions)
-        k = min(self.top_k, len(positions))
-        best = np.argpartition(-info, k - 1)[:k] if k < len(positions) else np.arange(len(positions))
-        best = best[np.argsort(-info[best], kind="stable")]
-        near = best[info[best] >= info[best[0]] * (1.0 - self.tolerance)]
-        chosen = near[rng.integers(near.size)]
-        position = int(positions[chosen])
+        # over a large pool, the most informative items are read through each topic's best
+        found = most_informative(view, pool, self.top_k) if pool.size >= MIN_POOL else None
+        if found is not None:
+            best_positions, best_info = found  # (all different: the items within tolerance lead)
+            n_near = int(np.count_nonzero(best_info >= best_info[0] * (1.0 - self.tolerance)))
+            drawn = int(rng.integers(n_near))
+            position, information = int(best_positions[drawn]), float(best_info[drawn])
+        else:
+            positions = np.flatnonzero(pool)
+            info = view.information_at(positions)
+            k = min(self.top_k, len(positions))
+            best = np.argpartition(-info, k - 1)[:k] if k < len(positions) else np.arange(len(positions))
+            best = best[np.argsort(-info[best], kind="stable")]
+            near = best[info[best] >= info[best[0]] * (1.0 - self.tolerance)]
+            chosen = near[rng.integers(near.size)]
+            position, information, n_near = int(positions[chosen]), float(info[chosen]), near.size
         return Pick(
             position,
             "assessment",
-            f"item of maximum information ({float(info[chosen]):.3f}; predicted success "
-            f"{view.p_correct[position]:.2f}), drawn among the {near.size} most informative",
+            f"item of maximum information ({information:.3f}; predicted success "
+            f"{view.p_correct[position]:.2f}), drawn among the {n_near} most informative",
         )
 
 

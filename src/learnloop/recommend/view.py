@@ -338,7 +338,11 @@ class LearnerView:
 
     @cached_property
     def information(self) -> FloatArray:
-        """Fisher information of each item, ``a**2 p (1 - p)``."""
+        """Fisher information of each item, ``a**2 p (1 - p)``: carried by the predictions
+        ``p_correct`` belongs to when given (the same doubles)."""
+        predictions = self.predictions
+        if predictions is not None and predictions.p is self.p_correct and predictions.items.a is self.discrimination:
+            return predictions.information()
         a = np.asarray(self.discrimination, dtype=np.float64)
         return a * a * self.p_correct * (1.0 - self.p_correct)
 

@@ -122,7 +122,10 @@ class Predictions:
     lengths: IntArray | None = None  # the items of each changed topic
     #: the parameters of the items at ``where`` (``b``, ``a``; read-only)
     gathered: tuple[FloatArray, FloatArray] | None = None
+    #: the Fisher information of the predictions advanced from, when it was read (a one-item list)
+    base_information: list[FloatArray] | None = None
     _sums: dict[int, tuple[np.ndarray, FloatArray]] = field(default_factory=dict, repr=False)
+    _information: list[FloatArray] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -159,8 +162,7 @@ class Predictions:
             if where.size > _FULL_SHARE * self.p.size:
                 return Predictions.compute(self.items, self.runs, mean, sd)
             segments = _segments(changed, lengths)
-            b = self.items.b[where]
-            gathered = (b, b if self.rasch else self.items.a[where])  # (``a`` is unread when every ``a`` is 1)
+            gathered = (self.items.b[where], self.items.a[where])
             for shared in (changed, where, lengths, *gathered):  # (read by every thread that reads these predictions)
                 shared.setflags(write=False)
         if self.rasch:
@@ -175,10 +177,44 @@ class Predictions:
         p[where] = fresh
         p.setflags(write=False)
         # the sums of this state are carried, not this state itself (no chain of states is held)
-        sums = self._sums
+        sums, information = self._sums, self._information
         return Predictions(
-            self.items, self.runs, mean, sd, p, sums, changed, where, self.rasch, fresh, segments, lengths, gathered
+            self.items,
+            self.runs,
+            mean,
+            sd,
+            p,
+            sums,
+            changed,
+            where,
+            self.rasch,
+            fresh,
+            segments,
+            lengths,
+            gathered,
+            information,
         )
+
+    def information(self) -> FloatArray:
+        """Fisher information ``a**2 p (1 - p)`` of every item (read-only): from the information of
+        the predictions advanced from when it was read, the changed items computed again (the same doubles)."""
+        found = self._information
+        if found:
+            return found[0]
+        carried = self.base_information
+        if carried and self.fresh is not None:
+            assert self.gathered is not None and self.where is not None
+            a, fresh = self.gathered[1], self.fresh
+            out = carried[0].copy()
+            out[self.where] = a * a * fresh * (1.0 - fresh)
+        else:
+            a, p = self.items.a, self.p
+            out = a * a * p * (1.0 - p)
+        out.setflags(write=False)
+        with self._lock:
+            if not found:
+                found.append(out)
+        return found[0]
 
     def sums(self, weights: BoolArray) -> FloatArray:
         """Per topic, the sum of ``p`` over the items of ``weights`` it owns.
