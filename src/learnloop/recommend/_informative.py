@@ -21,28 +21,30 @@ from learnloop._types import BoolArray, FloatArray, IntArray
 from learnloop.content import CatalogIndex
 from learnloop.recommend.view import LearnerView, topic_runs
 
-__all__ = ["MIN_POOL", "most_informative"]
+__all__ = ["MIN_POOL", "FilledTopics", "filled_topics", "most_informative"]
 
 #: below this many eligible positions the full computation is as quick
 MIN_POOL = 512
 
 
 @dataclass(frozen=True, eq=False)
-class _Filled:
+class FilledTopics:
     """The topics owning items (``topics``) and where each one's run starts (``starts``)."""
 
     topics: IntArray
     starts: IntArray
 
 
-def _filled(index: CatalogIndex) -> _Filled:
-    def make(ix: CatalogIndex) -> _Filled:
+def filled_topics(index: CatalogIndex) -> FilledTopics:
+    """The :class:`FilledTopics` of a catalog (made once, kept on the index)."""
+
+    def make(ix: CatalogIndex) -> FilledTopics:
         runs = topic_runs(ix)
         topics = np.flatnonzero(runs.counts > 0).astype(np.intp)
         starts = runs.ptr[topics].astype(np.intp)
         for array in (topics, starts):
             array.setflags(write=False)
-        return _Filled(topics, starts)
+        return FilledTopics(topics, starts)
 
     return index.derived("recommend.filled_topics", make)
 
@@ -55,7 +57,7 @@ def most_informative(view: LearnerView, pool: BoolArray, k: int) -> tuple[IntArr
     index = view.index
     if k < 1 or not topic_runs(index).identity:
         return None
-    filled = _filled(index)
+    filled = filled_topics(index)
     n_topics = filled.topics.size
     if n_topics <= k + 1:
         return None
