@@ -77,6 +77,10 @@ def test_predictions_equal_the_item_by_item_formula(case: tuple[ItemParams, Topi
         for k, w in enumerate(weights):
             if k == 0 or step % 2:
                 assert carried.sums(w).tobytes() == topic_sums(runs, expected, w).tobytes()
+        if step % 3:  # the information, carried from the previous state's when that was read
+            a = items.a
+            assert carried.information().tobytes() == (a * a * expected * (1.0 - expected)).tobytes()
+            assert not carried.information().flags.writeable
 
 
 def test_the_comparison_sees_a_difference() -> None:

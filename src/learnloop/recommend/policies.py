@@ -22,8 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop._types import BoolArray, IntArray
-from learnloop.recommend._informative import MIN_POOL, most_informative
-from learnloop.recommend._weakest import MIN_COVERED, weakest_covered
 from learnloop.recommend.candidates import Candidates, mask_topics, without
 from learnloop.recommend.view import (
     LearnerView,
@@ -293,38 +291,33 @@ class ReviewPolicy(Policy):
                 f"coverage is thin ({attempted} items answered): item chosen for its information "
                 f"({float(view.information_at(position)):.3f}) at the current skill estimate",
             )
+        # the exercises of eligible practised topics (less the previous item)
+        covered = candidates.figures.exercise_mask & per_position(index, practised_topic)
+        if candidates.dropped is not None:
+            covered[candidates.dropped] = False
+        positions = np.flatnonzero(covered)
         topic_recall = np.where(np.isnan(view.recall), 1.0, view.recall)
-        # over a large catalog, read through each covered topic's least likely success
-        found = weakest_covered(view, candidates, covered_topic, topic_recall) if index.n_items >= MIN_COVERED else None
-        if found is not None:
-            position, recall_at, skill_at = found
+        if topic_runs(index).identity:  # (positions run topic by topic: each topic's recall repeated)
+            recall = np.repeat(topic_recall, np.where(covered_topic, candidates.exercises, 0))
         else:
-            # the exercises of eligible practised topics (less the previous item)
-            covered = candidates.figures.exercise_mask & per_position(index, practised_topic)
-            if candidates.dropped is not None:
-                covered[candidates.dropped] = False
-            positions = np.flatnonzero(covered)
-            if topic_runs(index).identity:  # (positions run topic by topic: each topic's recall repeated)
-                recall = np.repeat(topic_recall, np.where(covered_topic, candidates.exercises, 0))
-            else:
-                recall = topic_recall[index.item_topic[positions]]
-            skill = view.p_correct[positions]
-            score = 1.0 - skill * recall  # the gap, less 0.001 per attempt below
-            where, attempts = view.attempted_at(positions)
-            score[where] = score[where] - 0.001 * attempts
-            best = int(np.argmax(score))
-            position, recall_at, skill_at = int(positions[best]), float(recall[best]), float(skill[best])
+            recall = topic_recall[index.item_topic[positions]]
+        skill = view.p_correct[positions]
+        score = 1.0 - skill * recall  # the gap, less 0.001 per attempt below
+        where, attempts = view.attempted_at(positions)
+        score[where] = score[where] - 0.001 * attempts
+        best = int(np.argmax(score))
+        position = int(positions[best])
         topic = _topic_name(view, position)
-        if 1.0 - recall_at > 1.0 - skill_at:
+        if 1.0 - recall[best] > 1.0 - skill[best]:
             return Pick(
                 position,
                 "knowledge_retention",
-                f"topic '{topic}': predicted recall {recall_at:.2f} is the weakest point",
+                f"topic '{topic}': predicted recall {recall[best]:.2f} is the weakest point",
             )
         return Pick(
             position,
             "predicted_knowledge_gap",
-            f"topic '{topic}': predicted success {skill_at:.2f} is among the lowest of covered content",
+            f"topic '{topic}': predicted success {skill[best]:.2f} is among the lowest of covered content",
         )
 
 
@@ -360,27 +353,19 @@ class AssessPolicy(Policy):
         if not pool.any():
             pool = eligible
         pool = without(pool, previous)
-        # over a large pool, the most informative items are read through each topic's best
-        found = most_informative(view, pool, self.top_k) if pool.size >= MIN_POOL else None
-        if found is not None:
-            best_positions, best_info = found  # (all different: the items within tolerance lead)
-            n_near = int(np.count_nonzero(best_info >= best_info[0] * (1.0 - self.tolerance)))
-            drawn = int(rng.integers(n_near))
-            position, information = int(best_positions[drawn]), float(best_info[drawn])
-        else:
-            positions = np.flatnonzero(pool)
-            info = view.information_at(positions)
-            k = min(self.top_k, len(positions))
-            best = np.argpartition(-info, k - 1)[:k] if k < len(positions) else np.arange(len(positions))
-            best = best[np.argsort(-info[best], kind="stable")]
-            near = best[info[best] >= info[best[0]] * (1.0 - self.tolerance)]
-            chosen = near[rng.integers(near.size)]
-            position, information, n_near = int(positions[chosen]), float(info[chosen]), near.size
+        positions = np.flatnonzero(pool)
+        info = view.information_at(positions)
+        k = min(self.top_k, len(positions))
+        best = np.argpartition(-info, k - 1)[:k] if k < len(positions) else np.arange(len(positions))
+        best = best[np.argsort(-info[best], kind="stable")]
+        near = best[info[best] >= info[best[0]] * (1.0 - self.tolerance)]
+        chosen = near[rng.integers(near.size)]
+        position = int(positions[chosen])
         return Pick(
             position,
             "assessment",
-            f"item of maximum information ({information:.3f}; predicted success "
-            f"{view.p_correct[position]:.2f}), drawn among the {n_near} most informative",
+            f"item of maximum information ({float(info[chosen]):.3f}; predicted success "
+            f"{view.p_correct[position]:.2f}), drawn among the {near.size} most informative",
         )
 
 
