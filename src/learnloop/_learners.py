@@ -66,7 +66,7 @@ class Learners:
         self._locks = LearnerLocks()
         # each learner's latest predictions: the next ones recompute only the topics that changed
         self._predictions: LRUCache[tuple[str, str, str], Predictions] = LRUCache(
-            max_bytes=PREDICTIONS_CACHE_BYTES, sizeof=lambda p: 2 * p.p.nbytes + 16 * p.mean.size + 800
+            max_bytes=PREDICTIONS_CACHE_BYTES, sizeof=lambda p: 4 * p.p.nbytes + 16 * p.mean.size + 800
         )
 
     def lock(self, app: str, pairs: Iterable[tuple[str, str]]) -> Any:
@@ -95,7 +95,8 @@ class Learners:
         """The v2 status over ``mask``: the one status computation, :meth:`LearnerModel.status`."""
         status = model.model.status(entry.state, mask, predictions=predictions)
         last = status.last_interaction_timestamp
-        return UserStatus(
+        # (the figures are of the model's types already: nothing to validate)
+        return UserStatus.model_construct(
             progress=status.progress,
             proficiency=status.proficiency,
             time_spent_ms=status.time_spent_ms,
@@ -107,14 +108,16 @@ class Learners:
         failed = None
         if entry.last_attempt is not None and entry.last_attempt[1] < 0.5:
             failed = entry.last_attempt[0]
+        now = self.clock().timestamp()
+        learner_model = model.model
         return LearnerView(
             index=model.index,
             p_correct=predictions.p,
-            discrimination=model.model.items.a,
-            recall=model.model.recall(state, self.clock().timestamp()),
+            discrimination=learner_model.items.a,
             last_failed=failed,
             state=state,
             predictions=predictions,
+            recall_of=lambda: learner_model.recall(state, now),  # (made when a policy reads it)
         )
 
     def check_events_count(self, n: int) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from learnloop import Engine
 from learnloop.events import format_timestamp
+from learnloop.recommend import UserStatus
 from learnloop.sim import SimClock, learner_for, run_session, sample_course
 
 
@@ -38,3 +39,31 @@ def test_user_status_matches_the_learner_model(seed: int) -> None:
             None if last is None else format_timestamp(datetime.fromtimestamp(last, UTC))
         )
     assert np.isfinite(got[0].proficiency)
+
+
+@pytest.mark.parametrize("with_theory", [False, True])
+def test_user_status_is_what_validation_makes_of_its_figures(with_theory: bool) -> None:
+    clock = SimClock()
+    engine = Engine(seed=4, clock=clock)
+    items, catalog = sample_course(n_chapters=2, topics_per_chapter=2, items_per_topic=4, with_theory=with_theory)
+    engine.upsert_items(items)
+    engine.upsert_catalog(catalog)
+    cid = catalog.catalog_id
+    model = engine.catalog_model(cid)
+    filters = [{}, {"include_topic_ids": ["ch1"]}, {"include_content_types": ["theory"]}]
+    before = engine.user_status("u", cid, filters)  # (a learner without events)
+    run_session(
+        engine,
+        catalog_id=cid,
+        user_id="u",
+        learner=learner_for(model.index, seed=4),
+        mode="learn",
+        steps=12,
+        clock=clock,
+    )
+    for status in (*before, *engine.user_status("u", cid, filters)):
+        validated = UserStatus.model_validate(status.model_dump())
+        assert status == validated
+        assert status.model_dump_json() == validated.model_dump_json()
+        assert status.model_fields_set == validated.model_fields_set
+        assert [type(v) for v in status.model_dump().values()] == [type(v) for v in validated.model_dump().values()]

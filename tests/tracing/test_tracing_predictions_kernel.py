@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from learnloop.tracing import ItemParams
 from learnloop.tracing.irt import expected_p_correct
-from learnloop.tracing.predictions import Predictions, TopicRuns
+from learnloop.tracing.predictions import Predictions, TopicRuns, topic_sums
 
 _SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -46,6 +46,15 @@ def _case(draw: st.DrawFn) -> tuple[ItemParams, TopicRuns, list[tuple[np.ndarray
     return items, runs, beliefs
 
 
+def _weights(n_items: int, seed: int) -> list[np.ndarray]:
+    """Read-only weights (kept from state to state, as the engine's masks are)."""
+    rng = np.random.default_rng(seed)
+    out = [np.ones(n_items, bool), rng.random(n_items) < 0.5]
+    for w in out:
+        w.setflags(write=False)
+    return out
+
+
 def _expected(items: ItemParams, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
     return expected_p_correct(mean[items.topic], sd[items.topic] ** 2, items.b, items.a)
 
@@ -56,13 +65,22 @@ def test_predictions_equal_the_item_by_item_formula(case: tuple[ItemParams, Topi
     items, runs, beliefs = case
     carried = Predictions.compute(items, runs, *beliefs[0])
     assert carried.rasch == bool(np.all(items.a == 1.0))
-    for mean, sd in beliefs:
+    weights = _weights(items.n_items, len(beliefs))
+    for step, (mean, sd) in enumerate(beliefs):
         carried = carried.advance(mean, sd)
         fresh = Predictions.compute(items, runs, mean, sd)
         expected = _expected(items, mean, sd)
         assert carried.p.tobytes() == expected.tobytes()
         assert fresh.p.tobytes() == expected.tobytes()
         assert not carried.p.flags.writeable
+        # per-topic sums carried from the previous state's (some weights read at some steps only)
+        for k, w in enumerate(weights):
+            if k == 0 or step % 2:
+                assert carried.sums(w).tobytes() == topic_sums(runs, expected, w).tobytes()
+        if step % 3:  # the information, carried from the previous state's when that was read
+            a = items.a
+            assert carried.information().tobytes() == (a * a * expected * (1.0 - expected)).tobytes()
+            assert not carried.information().flags.writeable
 
 
 def test_the_comparison_sees_a_difference() -> None:

@@ -231,6 +231,8 @@ class LearnPolicy(Policy):
 
     def _retention(self, view: LearnerView, candidates: Candidates, mastered: BoolArray) -> Pick | None:
         index = view.index
+        if not mastered.any():  # (the recall is not read)
+            return None
         due = mastered & (view.recall < self.retention_threshold)  # (NaN, never practised: not due)
         if not due.any():  # no topic is due: no item is
             return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -206,6 +207,7 @@ class LearnerView:
     (a policy that does not read them does not pay for them), and topic
     figures are read off the items met. ``predictions``: the carried
     predictions ``p_correct`` belongs to, whose per-topic sums are reused.
+    ``recall_of`` may stand for ``recall``: it makes the array when first read.
     """
 
     def __init__(
@@ -222,19 +224,30 @@ class LearnerView:
         *,
         state: LearnerState | None = None,
         predictions: Predictions | None = None,
+        recall_of: Callable[[], FloatArray] | None = None,
     ) -> None:
         if state is None and (attempts is None or last_score is None or viewed is None):
             raise TypeError("a learner view needs attempts, last_score and viewed, or the learner state")
-        if recall is None:
+        if recall is None and recall_of is None:
             raise TypeError("a learner view needs the recall of each topic")
         self.index = index
         self.p_correct = p_correct
         self.discrimination = discrimination
-        self.recall = recall
+        self._recall = recall
+        self._recall_of = recall_of
         self.last_failed = last_failed
         self.state = state
         self.predictions = predictions
         self._given = {"attempts": attempts, "last_score": last_score, "viewed": viewed, "last_seen": last_seen}
+
+    @property
+    def recall(self) -> FloatArray:
+        """Predicted recall per topic (NaN: never practised)."""
+        found = self._recall
+        if found is None:
+            assert self._recall_of is not None
+            found = self._recall = self._recall_of()
+        return found
 
     #: the learner state's name of each per-position array
     _FROM_STATE = {
@@ -325,7 +338,11 @@ class LearnerView:
 
     @cached_property
     def information(self) -> FloatArray:
-        """Fisher information of each item, ``a**2 p (1 - p)``."""
+        """Fisher information of each item, ``a**2 p (1 - p)``: carried by the predictions
+        ``p_correct`` belongs to when given (the same doubles)."""
+        predictions = self.predictions
+        if predictions is not None and predictions.p is self.p_correct and predictions.items.a is self.discrimination:
+            return predictions.information()
         a = np.asarray(self.discrimination, dtype=np.float64)
         return a * a * self.p_correct * (1.0 - self.p_correct)
 
@@ -353,10 +370,14 @@ class LearnerView:
     @cached_property
     def topic_attempts(self) -> FloatArray:
         """Attempts over each topic's subtree."""
-        topic, attempts, _ = self._met
-        own = np.empty(self.index.n_topics)
-        own[:] = np.bincount(topic, weights=attempts, minlength=own.size)
-        return subtree_totals(self.index, own)
+        index = self.index
+        state = self.state
+        if state is not None and "_met" not in self.__dict__:  # (the items met without what is done)
+            topic, attempts = index.item_topic[state.touched], state.met_attempts
+        else:
+            topic, attempts, _ = self._met
+        own = np.bincount(topic, weights=attempts, minlength=index.n_topics).astype(np.float64, copy=False)
+        return subtree_totals(index, own)
 
     @cached_property
     def _remaining(self) -> FloatArray:

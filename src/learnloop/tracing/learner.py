@@ -53,6 +53,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterable
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -394,11 +395,18 @@ class LearnerModel:
             self._weights[id(mask)] = (mask, counts)
         return counts
 
+    @cached_property
+    def _has_theory(self) -> bool:
+        """Whether any item of the catalog is theory."""
+        return bool(self.items.is_theory.any())
+
     def _credit_sum(self, met: IntArray, rows: FloatArray) -> float:
         """The summed progress credit of the items met ``met`` (their ``rows``)."""
         attempted = rows[:, _ATT] > 0
+        if not self._has_theory:  # a credit of 0 or 1 per item: the sum is a count
+            return float(np.count_nonzero(attempted))
         theory = self.items.is_theory[met]
-        if not theory.any():  # a credit of 0 or 1 per item: the sum is a count
+        if not theory.any():
             return float(np.count_nonzero(attempted))
         return float(item_credit(rows[:, _ATT], rows[:, _FRAC], theory).sum())
 

@@ -102,9 +102,9 @@ def topic_sums(
 class Predictions:
     """Beliefs per topic (``mean``, ``sd``) and P(correct) per item (``p``, read-only) of one state.
 
-    ``base``/``changed``: the predictions this one was advanced from and the
-    topics whose belief differs from it (sums over weights are then carried
-    over from ``base`` for the other topics).
+    ``base``/``changed``: the per-topic sums of the predictions this one was
+    advanced from (by weights object) and the topics whose belief differs from
+    them (sums over weights are then carried over from ``base`` for the other topics).
     """
 
     items: ItemParams
@@ -112,7 +112,7 @@ class Predictions:
     mean: FloatArray
     sd: FloatArray
     p: FloatArray
-    base: Predictions | None = None
+    base: dict[int, tuple[np.ndarray, FloatArray]] | None = None
     changed: IntArray | None = None
     where: IntArray | None = None
     rasch: bool = False
@@ -120,7 +120,12 @@ class Predictions:
     fresh: FloatArray | None = None
     segments: tuple[IntArray, IntArray] | None = None
     lengths: IntArray | None = None  # the items of each changed topic
+    #: the parameters of the items at ``where`` (``b``, ``a``; read-only)
+    gathered: tuple[FloatArray, FloatArray] | None = None
+    #: the Fisher information of the predictions advanced from, when it was read (a one-item list)
+    base_information: list[FloatArray] | None = None
     _sums: dict[int, tuple[np.ndarray, FloatArray]] = field(default_factory=dict, repr=False)
+    _information: list[FloatArray] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -128,7 +133,7 @@ class Predictions:
         """Everything from the beliefs."""
         rasch = bool((items.a == 1.0).all())
         if rasch:
-            p = _rasch_p(items, runs.order, runs.counts, mean, sd)  # topic after topic
+            p = _rasch_p(items.b[runs.order], runs.counts, mean, sd)  # topic after topic
             if not runs.identity:
                 in_order, p = p, np.empty_like(p)
                 p[runs.order] = in_order
@@ -148,35 +153,68 @@ class Predictions:
         if previous is not None and previous.size == changed.size and previous.tobytes() == changed.tobytes():
             # the same topics as last time (an answer moves the same nodes): the same runs
             assert self.where is not None and self.segments is not None and self.lengths is not None
+            assert self.gathered is not None
             changed, where, lengths, segments = previous, self.where, self.lengths, self.segments
+            gathered = self.gathered
         else:
             lengths = self.runs.counts[changed]
             where = self.runs.positions(changed, lengths)
             if where.size > _FULL_SHARE * self.p.size:
                 return Predictions.compute(self.items, self.runs, mean, sd)
             segments = _segments(changed, lengths)
-            for shared in (changed, where, lengths):  # (read by every thread that reads these predictions)
+            gathered = (self.items.b[where], self.items.a[where])
+            for shared in (changed, where, lengths, *gathered):  # (read by every thread that reads these predictions)
                 shared.setflags(write=False)
-        items = self.items
         if self.rasch:
-            fresh = _rasch_p(items, where, lengths, mean[changed], sd[changed])
+            fresh = _rasch_p(gathered[0], lengths, mean[changed], sd[changed])
         else:
             # ``where`` runs topic after topic: each item's belief is its topic's, repeated over the run
             # (what ``mean[items.topic[where]]`` gathers, at a fraction of the cost)
             var = np.repeat(sd[changed] ** 2, lengths)
-            fresh = expected_p_correct(np.repeat(mean[changed], lengths), var, items.b[where], items.a[where])
+            fresh = expected_p_correct(np.repeat(mean[changed], lengths), var, gathered[0], gathered[1])
         fresh.setflags(write=False)
         p = self.p.copy()
         p[where] = fresh
         p.setflags(write=False)
-        # only one step of history is kept, so that a chain of states is not held in memory
-        base = self._detached()
-        return Predictions(items, self.runs, mean, sd, p, base, changed, where, self.rasch, fresh, segments, lengths)
+        # the sums of this state are carried, not this state itself (no chain of states is held)
+        sums, information = self._sums, self._information
+        return Predictions(
+            self.items,
+            self.runs,
+            mean,
+            sd,
+            p,
+            sums,
+            changed,
+            where,
+            self.rasch,
+            fresh,
+            segments,
+            lengths,
+            gathered,
+            information,
+        )
 
-    def _detached(self) -> Predictions:
-        if self.base is None:
-            return self
-        return Predictions(self.items, self.runs, self.mean, self.sd, self.p, rasch=self.rasch, _sums=dict(self._sums))
+    def information(self) -> FloatArray:
+        """Fisher information ``a**2 p (1 - p)`` of every item (read-only): from the information of
+        the predictions advanced from when it was read, the changed items computed again (the same doubles)."""
+        found = self._information
+        if found:
+            return found[0]
+        carried = self.base_information
+        if carried and self.fresh is not None:
+            assert self.gathered is not None and self.where is not None
+            a, fresh = self.gathered[1], self.fresh
+            out = carried[0].copy()
+            out[self.where] = a * a * fresh * (1.0 - fresh)
+        else:
+            a, p = self.items.a, self.p
+            out = a * a * p * (1.0 - p)
+        out.setflags(write=False)
+        with self._lock:
+            if not found:
+                found.append(out)
+        return found[0]
 
     def sums(self, weights: BoolArray) -> FloatArray:
         """Per topic, the sum of ``p`` over the items of ``weights`` it owns.
@@ -189,7 +227,7 @@ class Predictions:
         if found is not None and found[0] is weights:
             return found[1]
         base = self.base
-        carried = None if base is None else base._sums.get(key)
+        carried = None if base is None else base.get(key)
         if carried is not None and carried[0] is weights and self.changed is not None:
             # the changed topics' sums, as :func:`topic_sums` takes them (a topic without items keeps its 0)
             out = carried[1].copy()
@@ -219,14 +257,14 @@ def _segments(changed: IntArray, lengths: IntArray) -> tuple[IntArray, IntArray]
     return changed, starts
 
 
-def _rasch_p(items: ItemParams, where: IntArray, lengths: IntArray, mean: FloatArray, sd: FloatArray) -> FloatArray:
-    """:func:`~learnloop.tracing.irt.expected_p_correct` of the items at ``where`` when every
+def _rasch_p(b: FloatArray, lengths: IntArray, mean: FloatArray, sd: FloatArray) -> FloatArray:
+    """:func:`~learnloop.tracing.irt.expected_p_correct` of items of difficulties ``b`` when every
     discrimination is 1: runs of ``lengths`` items of the topics whose beliefs are ``mean``,
     ``sd``. The same doubles: with ``a = 1`` the scale ``sqrt(1 + pi/8 * a^2 * var)`` is
     the topic's, and ``exp(-(m - b) / scale)`` is ``exp((b - m) / scale)`` (rounding is symmetric)."""
     scale = np.sqrt(1.0 + _PI_OVER_8 * sd**2)
-    z = items.b[where]
-    z -= np.repeat(mean, lengths)
+    z = np.repeat(mean, lengths)
+    np.subtract(b, z, out=z)
     z /= np.repeat(scale, lengths)
     with np.errstate(over="ignore"):
         np.exp(z, out=z)
