@@ -4,6 +4,10 @@ One file, write-ahead logging, one transaction per engine call. A committed
 call survives the process dying (``synchronous=NORMAL`` in WAL mode); pass
 ``synchronous="FULL"`` to survive power loss as well, at some cost in latency.
 Several processes may open the same file; writes are serialised by SQLite.
+A connection answers reads of the learners, sessions and meta tables from the
+rows it last read or wrote as long as no other connection has committed
+(``PRAGMA data_version``, asked once per transaction and before each read
+outside one), and numbers writes from a block of the sequence it reserved.
 Event documents are kept without the fields their key repeats (see
 ``learnloop.store._compact``); files written before are read as they are.
 """
