@@ -32,9 +32,9 @@ __all__ = ["SQLiteStore"]
 _KEY_COLUMNS = ("k1", "k2", "k3", "k4")
 #: keys per SELECT in ``get_many`` (under the 999 parameters of old SQLite builds)
 _CHUNK = 900
-#: high-volume tables read by key only: no index on their write sequence
-#: (``scan(order="seq")`` still works on them, by sorting)
-_UNORDERED = frozenset({"events", "learners"})
+#: tables read by key only and written at every step: no index on their write sequence in the files
+#: this store creates (``scan(order="seq")`` still works on them, by sorting)
+_UNORDERED = frozenset({"events", "learners", "sessions"})
 #: tables of files written by earlier versions -> the document namespace their rows move to
 _LEGACY_TABLES = {"assets": "v1.assets", "views": "v1.views", "users": "v1.users"}
 _TEXT_MARK = MARK.decode()
