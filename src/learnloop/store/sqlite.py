@@ -38,6 +38,9 @@ _UNORDERED = frozenset({"events", "learners", "sessions"})
 #: tables of files written by earlier versions -> the document namespace their rows move to
 _LEGACY_TABLES = {"assets": "v1.assets", "views": "v1.views", "users": "v1.users"}
 _TEXT_MARK = MARK.decode()
+_STR = frozenset((str,))
+#: the empty key parts after a key of each width
+_PADS = [("",) * (4 - width) for width in range(5)]
 _SELECT = {
     table: f"SELECT v FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?" for table in TABLES
 }
@@ -174,8 +177,11 @@ class SQLiteStore:
     # -- helpers ------------------------------------------------------------------
     @staticmethod
     def _params(table: str, key: Key) -> tuple[str, ...]:
+        """The key's four columns (a short key padded with empty strings); raises as :func:`check_key`."""
+        if key.__class__ is tuple and len(key) == TABLES.get(table) and _STR.issuperset(map(type, key)):
+            return key + _PADS[len(key)]
         check_key(table, key)
-        return tuple(key) + ("",) * (4 - len(key))
+        return tuple(key) + _PADS[len(key)]
 
     @staticmethod
     def _where_prefix(table: str, prefix: Key) -> tuple[str, tuple[str, ...]]:
