@@ -4,6 +4,10 @@ One file, write-ahead logging, one transaction per engine call. A committed
 call survives the process dying (``synchronous=NORMAL`` in WAL mode); pass
 ``synchronous="FULL"`` to survive power loss as well, at some cost in latency.
 Several processes may open the same file; writes are serialised by SQLite.
+A connection answers reads of the learners, sessions and meta tables from the
+rows it last read or wrote as long as no other connection has committed
+(``PRAGMA data_version``, asked once per transaction and before each read
+outside one), and numbers writes from a block of the sequence it reserved.
 Event documents are kept without the fields their key repeats (see
 ``learnloop.store._compact``); files written before are read as they are.
 """
@@ -13,28 +17,42 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from functools import lru_cache
 from itertools import chain, repeat
 from os import PathLike
+from types import TracebackType
 from typing import Literal
 
 from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event
-from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, encode_doc
+from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
 
 __all__ = ["SQLiteStore"]
 
 _KEY_COLUMNS = ("k1", "k2", "k3", "k4")
 #: keys per SELECT in ``get_many`` (under the 999 parameters of old SQLite builds)
 _CHUNK = 900
-#: high-volume tables read by key only: no index on their write sequence
-#: (``scan(order="seq")`` still works on them, by sorting)
-_UNORDERED = frozenset({"events", "learners"})
+#: tables read by key only and written at every step: no index on their write sequence in the files
+#: this store creates (``scan(order="seq")`` still works on them, by sorting)
+_UNORDERED = frozenset({"events", "learners", "sessions"})
 #: tables of files written by earlier versions -> the document namespace their rows move to
 _LEGACY_TABLES = {"assets": "v1.assets", "views": "v1.views", "users": "v1.users"}
 _TEXT_MARK = MARK.decode()
-#: sequence numbers a transaction reserves beyond its first write's (see ``SQLiteStore._next_seq``)
-_SPARE = 16
+_STR = frozenset((str,))
+#: the empty key parts after a key of each width
+_PADS = [("",) * (4 - width) for width in range(5)]
+_SELECT = {
+    table: f"SELECT v FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?" for table in TABLES
+}
+_INSERT = {
+    table: f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    for table in TABLES
+}
+#: sequence numbers a reservation takes beyond those asked, for the writes that follow (see ``SQLiteStore._next_seq``)
+_SPARE = 256
+#: tables whose documents read or written are kept (a step reads them again), and how many rows at most
+_KNOWN_TABLES = frozenset({"learners", "sessions", "meta"})
+_KNOWN = 1024
 
 
 class SQLiteStore:
@@ -45,9 +63,14 @@ class SQLiteStore:
         self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
         self._depth = 0
-        #: within a transaction: the next sequence number to give and the counter's stored value
-        #: (sequence numbers given beyond it are stored at the commit); None before the first is given
-        self._seq: list[int] | None = None
+        #: what this connection knows of the file while no other connection commits (see ``_sync``):
+        #: the ``PRAGMA data_version`` it was known at (None: nothing known), whether that was asked
+        #: in the current transaction, the documents last read or written of the tables in ``_KNOWN_TABLES``
+        #: (oldest first) and the sequence numbers reserved and not given (see ``_next_seq``)
+        self._version: int | None = None
+        self._checked = False
+        self._rows: dict[tuple[str, str, tuple[str, ...]], bytes] = {}
+        self._block: list[int] | None = None
         conn = self._conn
         # the busy timeout first: several processes may open a fresh file at once
         conn.execute("PRAGMA busy_timeout=10000")
@@ -82,44 +105,83 @@ class SQLiteStore:
                 conn.execute(f"DROP TABLE {legacy}")
 
     # -- transactions ---------------------------------------------------------
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self) -> AbstractContextManager[None]:
         """One transaction; a nested block is a savepoint that a raise rolls back alone."""
-        with self._lock:
+        return _Transaction(self)
+
+    def _begin(self) -> None:
+        self._lock.acquire()
+        try:
+            if self._depth:
+                self._conn.execute(f"SAVEPOINT sp{self._depth}")
+            else:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._checked = False
+        except BaseException:
+            self._lock.release()
+            raise
+        self._depth += 1
+
+    def _end(self, failed: bool) -> None:
+        try:
+            self._depth -= 1
             savepoint = f"sp{self._depth}" if self._depth else None
-            self._conn.execute(f"SAVEPOINT {savepoint}" if savepoint else "BEGIN IMMEDIATE")
-            if not savepoint:
-                self._seq = None
-            self._depth += 1
-            try:
-                yield
-            except BaseException:
-                self._depth -= 1
+            if failed:
+                self._forget()  # the rows and sequence numbers of the writes undone
                 if savepoint:
                     self._conn.execute(f"ROLLBACK TO {savepoint}")
                     self._conn.execute(f"RELEASE {savepoint}")
-                    if self._seq is not None:  # the counter stored in the savepoint, if it was, is undone
-                        self._seq[1] = -1
                 else:
                     self._conn.execute("ROLLBACK")
-                raise
-            self._depth -= 1
-            if savepoint:
+            elif savepoint:
                 self._conn.execute(f"RELEASE {savepoint}")
+            else:
+                try:
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._forget()
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
+        finally:
+            self._lock.release()
+
+    # -- what this connection knows of the file ---------------------------------------
+    def _sync(self) -> None:
+        """Forget the rows and sequence numbers known if another connection has committed since
+        they were (asked once per transaction: no other commits while it holds the write lock)."""
+        if self._depth:
+            if self._checked:
                 return
-            try:
-                self._store_seq()
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
+            self._checked = True
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._version:
+            self._version = version
+            self._rows.clear()
+            self._block = None
+
+    def _forget(self) -> None:
+        """Forget the rows and sequence numbers known (writes were undone)."""
+        self._version = None
+        self._rows.clear()
+        self._block = None
+
+    def _remember(self, table: str, app: str, params: tuple[str, ...], blob: bytes) -> None:
+        rows = self._rows
+        key = (table, app, params)
+        rows.pop(key, None)
+        rows[key] = blob
+        if len(rows) > _KNOWN:
+            del rows[next(iter(rows))]
 
     # -- helpers ------------------------------------------------------------------
     @staticmethod
     def _params(table: str, key: Key) -> tuple[str, ...]:
+        """The key's four columns (a short key padded with empty strings); raises as :func:`check_key`."""
+        if key.__class__ is tuple and len(key) == TABLES.get(table) and _STR.issuperset(map(type, key)):
+            return key + _PADS[len(key)]
         check_key(table, key)
-        return tuple(key) + ("",) * (4 - len(key))
+        return tuple(key) + _PADS[len(key)]
 
     @staticmethod
     def _where_prefix(table: str, prefix: Key) -> tuple[str, tuple[str, ...]]:
@@ -130,49 +192,40 @@ class SQLiteStore:
     def _next_seq(self, n: int) -> int:
         """Reserve ``n`` sequence numbers (in a transaction); returns the first.
 
-        The first reservation of a transaction advances the stored counter by ``_SPARE`` more
-        numbers than asked, for the transaction's later writes (a step writes three tables); a
-        transaction needing more stores the counter once more, at the commit. Numbers not given
-        (the spare ones left, those of a savepoint rolled back) leave gaps in the sequence, which
-        only orders the writes."""
-        if self._seq is None:
-            cur = self._conn.execute(
-                "UPDATE counters SET value = value + ? WHERE name = 'seq' RETURNING value", (n + _SPARE,)
-            )
-            last = cur.fetchone()[0]
-            self._seq = [last - _SPARE + 1, last]
-            return last - _SPARE - n + 1
-        first = self._seq[0]
-        self._seq[0] = first + n
-        return first
-
-    def _store_seq(self) -> None:
-        """Store the sequence numbers given since the counter was last stored."""
-        if self._seq is not None and self._seq[0] - 1 > self._seq[1]:
-            self._conn.execute("UPDATE counters SET value = max(value, ?) WHERE name = 'seq'", (self._seq[0] - 1,))
-            self._seq[1] = self._seq[0] - 1
-
-    @contextmanager
-    def _writing(self, statements: int) -> Iterator[None]:
-        """:meth:`atomic` for a write of ``statements`` statements: within a transaction, one statement
-        needs no savepoint (SQLite applies a statement whole or not at all; a failed write leaves at
-        most a gap in the sequence)."""
-        with self._lock:
-            if self._depth and statements == 1:
-                yield
-                return
-            with self.atomic():
-                yield
+        A reservation advances the stored counter by ``_SPARE`` more numbers than asked, given to
+        later writes, of this transaction or of the following ones while no other connection
+        commits (the counter is then still where this connection left it, and every number given
+        elsewhere below). Numbers not given leave gaps in the sequence, which only orders the writes."""
+        self._sync()
+        block = self._block
+        if block is not None and block[0] + n - 1 <= block[1]:
+            first = block[0]
+            block[0] = first + n
+            return first
+        cur = self._conn.execute(
+            "UPDATE counters SET value = value + ? WHERE name = 'seq' RETURNING value", (n + _SPARE,)
+        )
+        last = cur.fetchone()[0]
+        self._block = [last - _SPARE + 1, last]
+        return last - _SPARE - n + 1
 
     # -- reads ------------------------------------------------------------------------
     def get(self, table: str, app: str, key: Key) -> Doc | None:
         params = self._params(table, key)
+        if table not in _KNOWN_TABLES:
+            with self._lock:
+                row = self._conn.execute(_SELECT[table], (app, *params)).fetchone()
+            return None if row is None else decode_event(params, row[0])
         with self._lock:
-            row = self._conn.execute(
-                f"SELECT v FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?",
-                (app, *params),
-            ).fetchone()
-        return None if row is None else decode_event(params, row[0])
+            self._sync()  # before the read: a commit between them only makes what is known older
+            blob = self._rows.get((table, app, params))
+            if blob is None:
+                row = self._conn.execute(_SELECT[table], (app, *params)).fetchone()
+                if row is None:
+                    return None
+                blob = row[0]
+                self._remember(table, app, params, blob)
+        return decode_doc(blob)
 
     def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
         check_prefix(table, ())
@@ -252,8 +305,17 @@ class SQLiteStore:
         columns = self._columns(table, rows) if isinstance(rows, Columns) else None
         if columns is not None:
             keys, docs = columns
-            if docs:
-                with self._writing(1 if len(docs) == 1 else 2):  # one statement for one row
+            if not docs:
+                return
+            with self._lock:
+                if table in _KNOWN_TABLES:
+                    self._rows.clear()
+                if self._depth and len(docs) == 1:
+                    # within a transaction, one statement needs no savepoint (SQLite applies a statement
+                    # whole or not at all; a failed write leaves at most a gap in the sequence)
+                    self._insert_columns(table, app, keys, docs, self._next_seq(1))
+                    return
+                with self.atomic():
                     self._insert_columns(table, app, keys, docs, self._next_seq(len(docs)))
             return
         prepared = []
@@ -263,12 +325,25 @@ class SQLiteStore:
             prepared.append((params, encode_event(params, doc) if table == "events" else encode_doc(doc)))
         if not prepared:
             return
-        with self._writing(len(prepared)):
-            first = self._next_seq(len(prepared))
+        with self._lock:
+            if self._depth and len(prepared) == 1:  # one statement (as above)
+                self._insert(table, app, prepared)
+            else:
+                with self.atomic():
+                    self._insert(table, app, prepared)
+
+    def _insert(self, table: str, app: str, prepared: list[tuple[tuple[str, ...], bytes]]) -> None:
+        first = self._next_seq(len(prepared))
+        if len(prepared) == 1:
+            params, blob = prepared[0]
+            self._conn.execute(_INSERT[table], (app, *params, first, blob))
+        else:
             self._conn.executemany(
-                f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(app, *params, first + i, blob) for i, (params, blob) in enumerate(prepared)],
+                _INSERT[table], [(app, *params, first + i, blob) for i, (params, blob) in enumerate(prepared)]
             )
+        if table in _KNOWN_TABLES:
+            for params, blob in prepared:
+                self._remember(table, app, params, blob)
 
     def _columns(self, table: str, rows: Columns) -> tuple[list[Sequence[str]], list[str] | list[bytes]] | None:
         """Rows given as columns: the four key columns and the documents, encoded column by column
@@ -321,16 +396,36 @@ class SQLiteStore:
                 )
                 if cur.rowcount:
                     deleted.append(tuple(key))
+                self._rows.pop((table, app, params), None)
         return deleted
 
     def delete_prefix(self, table: str, app: str, prefix: Key) -> int:
         clause, params = self._where_prefix(table, prefix)
         with self.atomic():
+            if table in _KNOWN_TABLES:
+                self._rows.clear()
             return self._conn.execute(f"DELETE FROM {table} WHERE app = ?{clause}", (app, *params)).rowcount
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class _Transaction:
+    """``SQLiteStore.atomic()``: the store's lock held and a transaction (or savepoint) open for the block."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        self._store._begin()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._store._end(kind is not None)
 
 
 def _strings(part: Sequence[str]) -> bool:
