@@ -10,6 +10,7 @@ import base64
 import hashlib
 import hmac
 import json
+from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any
 
 from learnloop.errors import ContextError
@@ -27,8 +28,28 @@ _AS_DECODED = (str, int, bool, type(None))
 _ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
 
 
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+def _flat_json(app: str, kind: str, items: list[tuple[str, Any]]) -> str | None:
+    """What ``_ENCODER`` writes for ``{"a": app, "k": kind, "p": dict(items)}`` when ``items``
+    are ``(str, value)`` pairs sorted by key with values of ``_AS_DECODED`` types; None otherwise."""
+    parts = []
+    for key, value in items:
+        kind_of = value.__class__
+        if kind_of is str:
+            text = _quoted(value)
+        elif kind_of is int:
+            text = int.__repr__(value)
+        elif value is None:
+            text = "null"
+        elif kind_of is bool:
+            text = "true" if value else "false"
+        else:
+            return None
+        parts.append(_quoted(key) + ":" + text)
+    return '{"a":' + _quoted(app) + ',"k":' + _quoted(kind) + ',"p":{' + ",".join(parts) + "}}"
+
+
+def _b64(raw: bytes) -> bytes:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=")
 
 
 def _unb64(text: str) -> bytes:
@@ -56,18 +77,24 @@ class ContextSigner:
         # (token, app, kind) -> its payload, for tokens that verified (a session's context comes back each step)
         self._verified: dict[tuple[str, str, str], dict[str, Any]] = {}
 
-    def _mac(self, body: bytes) -> str:
+    def _mac(self, body: bytes) -> bytes:
         mac = self._keyed.copy()
         mac.update(body)
         return _b64(mac.digest()[:18])
 
     def sign(self, app: str, kind: str, payload: dict[str, Any]) -> str:
-        encoded = _b64(_ENCODER.encode({"a": app, "k": kind, "p": payload}).encode())
-        token = f"{encoded}.{self._mac(encoded.encode())}"
-        if all(k.__class__ is str and v.__class__ in _AS_DECODED for k, v in payload.items()):
+        items = None
+        if app.__class__ is str and kind.__class__ is str and all(k.__class__ is str for k in payload):
+            items = sorted(payload.items())
+            text = _flat_json(app, kind, items)
+        if items is None or text is None:
+            items, text = None, _ENCODER.encode({"a": app, "k": kind, "p": payload})
+        encoded = _b64(text.encode())
+        token = (encoded + b"." + self._mac(encoded)).decode("ascii")
+        if items is not None:
             # what verify() would decode is the payload itself, its keys sorted: remember it
             # (a recommendation's context comes back with the next step)
-            self._remember(token, app, kind, dict(sorted(payload.items())))
+            self._remember(token, app, kind, dict(items))
         return token
 
     def _remember(self, token: str, app: str, kind: str, payload: dict[str, Any]) -> None:
@@ -102,7 +129,7 @@ class ContextSigner:
         if not encoded or not mac:
             raise ContextError("malformed context")
         # bytes on both sides: compare_digest refuses str holding non-ASCII characters
-        if not hmac.compare_digest(mac.encode("ascii"), self._mac(encoded.encode("ascii")).encode("ascii")):
+        if not hmac.compare_digest(mac.encode("ascii"), self._mac(encoded.encode("ascii"))):
             raise ContextError("context signature does not verify (forged or altered)")
         try:
             body = json.loads(_unb64(encoded))

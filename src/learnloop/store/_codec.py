@@ -139,16 +139,17 @@ class DocCodec:
                 self._ids[shape] = sid
             return sid
 
-    def decode(self, blob: bytes, key: Key) -> Doc:
-        tag = blob[0] if blob else _OBJECT
+    def decode(self, blob: bytes, key: Key, at: int = 0) -> Doc:
+        """The document of ``blob[at:]`` (``at``: where it starts in ``blob``)."""
+        tag = blob[at] if len(blob) > at else _OBJECT
         if tag == _RAW:
-            return blob[1:]
+            return blob[at + 1 :]
         if tag == _SHAPED1:
-            sid, start = blob[1], 2
+            sid, start = blob[at + 1], at + 2
         elif tag == _SHAPED2:
-            sid, start = blob[1] | blob[2] << 8, 3
+            sid, start = blob[at + 1] | blob[at + 2] << 8, at + 3
         else:
-            decoded: Doc = json_value(blob)
+            decoded: Doc = json_value(blob[at:] if at else blob)
             return decoded
         names, refs, keyed = self._shapes[sid]
         values = json_value(blob[start:])
