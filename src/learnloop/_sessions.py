@@ -8,8 +8,6 @@ recommendation context.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -22,6 +20,7 @@ from learnloop._content_repo import ContentRepository
 from learnloop._event_batch import context_events
 from learnloop._learners import ContextEvents, Learners
 from learnloop._lru import LRUCache
+from learnloop._seeding import learner_key, seeded_rng
 from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
@@ -367,32 +366,3 @@ def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionSta
         return session
     merged = tuple(dict.fromkeys((*session.assessed, *item_ids)))
     return replace(session, assessed=merged)
-
-
-@functools.lru_cache(maxsize=4096)
-def learner_key(app: str, user_id: str, catalog_id: str) -> int:
-    """A stable 64-bit number of a learner, for seeding (the same in every process)."""
-    return int.from_bytes(hashlib.sha256(f"{app}\x1f{user_id}\x1f{catalog_id}".encode()).digest()[:8], "big")
-
-
-_WORD = 0xFFFFFFFF
-
-
-def seeded_rng(*values: int) -> np.random.Generator:
-    """``np.random.default_rng(values)``: the same generator, made in about half the time.
-
-    The seed sequence is given its entropy as the 32-bit words ``default_rng``
-    splits the values into (each value least significant word first, 0 as one
-    word), so that it skips the conversion of a tuple of Python integers; any
-    value that is not a non-negative ``int`` takes the ordinary path.
-    """
-    words: list[int] = []
-    for value in values:
-        if value.__class__ is not int or value < 0:
-            return np.random.default_rng(values)
-        words.append(value & _WORD)
-        value >>= 32
-        while value:
-            words.append(value & _WORD)
-            value >>= 32
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(np.array(words, dtype=np.uint32))))
