@@ -61,7 +61,7 @@ class _Seeded(ISpawnableSeedSequence):
             return state
         return self._seq.generate_state(n_words, dtype)
 
-    def spawn(self, n_children: int) -> list[np.random.SeedSequence]:
+    def spawn(self, n_children: int) -> list[Any]:  # seed sequences of numpy's own
         return self._seq.spawn(n_children)
 
     def __getattr__(self, name: str) -> Any:

@@ -65,6 +65,15 @@ def test_what_json_cannot_write_still_raises() -> None:
         DocCodec().encode({"when": {1, 2}}, ("u1",))
 
 
+def test_a_circular_document_is_refused_as_json_refuses_it() -> None:
+    doc: dict[str, Any] = {"a": []}
+    doc["a"].append(doc)
+    with pytest.raises(ValueError, match="Circular reference"):
+        encode_doc(doc)
+    with pytest.raises(ValueError, match="Circular reference"):
+        json_bytes([doc])
+
+
 def test_the_flat_fast_path_keeps_nan_infinities_and_big_integers() -> None:
     blob = json_bytes([math.nan, math.inf, -math.inf, 2**70, -0.0])
     assert blob == b"[NaN,Infinity,-Infinity,1180591620717411303424,-0.0]"
