@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from learnloop._content_repo import ContentRepository
-from learnloop._event_batch import context_events
 from learnloop._learners import ContextEvents, Learners
 from learnloop._lru import LRUCache
 from learnloop._seeding import learner_key, seeded_rng
+from learnloop._step_events import step_events
 from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
@@ -224,7 +224,7 @@ class Sessions:
         )
 
     def adaptive_step(self, session_context: str, events: ContextEvents = (), *, app: str = "default") -> AdaptiveStep:
-        parsed = context_events(events)
+        parsed = step_events(events)
         self.learners.check_events_count(len(parsed))
         session_id = self._session_id(session_context, app)
         spec = self._spec(app, session_id)
@@ -255,8 +255,7 @@ class Sessions:
                 problems.append(f"{where}: attempt on scorable item '{rec['i']}' needs a score")
                 continue
             interactions.append(
-                Interaction.from_event(
-                    event,
+                event.interaction(
                     user_id=spec.user_id,
                     catalog_id=spec.catalog_id,
                     item_id=rec["i"],
