@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -313,13 +312,17 @@ class Sessions:
             return index.derived("sessions.none_administered", _nothing_administered)
         found = self._administered.get(key)
         if found is not None and found[0] is index and found[1] <= len(assessed):
-            done = found[1]
-            mask = found[2] | index.item_mask(assessed[done:]) if done < len(assessed) else found[2]
+            done, mask = found[1], found[2]
+            if done < len(assessed):  # the positions of the items added (as item_mask finds them)
+                mask = mask.copy()
+                for item_id in assessed[done:]:
+                    positions = index.item_positions.get(item_id)
+                    if positions is not None:
+                        mask[positions] = True
         else:
             mask = index.item_mask(assessed)
-        if assessed:
-            mask.flags.writeable = False  # shared with later steps
-            self._administered.put(key, (index, len(assessed), mask))
+        mask.flags.writeable = False  # shared with later steps
+        self._administered.put(key, (index, len(assessed), mask))
         return mask
 
     def _recommend(
@@ -363,5 +366,4 @@ def _nothing_administered(index: CatalogIndex) -> BoolArray:
 def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionState:
     if not item_ids:
         return session
-    merged = tuple(dict.fromkeys((*session.assessed, *item_ids)))
-    return replace(session, assessed=merged)
+    return session.with_assessed(tuple(dict.fromkeys((*session.assessed, *item_ids))))
