@@ -7,6 +7,7 @@ by another; it cannot be altered without the engine's secret.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import json
@@ -19,6 +20,8 @@ __all__ = ["ContextSigner"]
 
 #: verified or signed tokens remembered (their payloads, flat dicts, copied in and out)
 _REMEMBERED = 4096
+#: SHA-256's block size (HMAC pads the key to it)
+_BLOCK = 64
 #: payload value types that come back from JSON as they went in (a payload of such values is
 #: remembered when signed); floats are not among them (NaN and infinities are not JSON)
 _AS_DECODED = (str, int, bool, type(None))
@@ -48,8 +51,13 @@ def _flat_json(app: str, kind: str, items: list[tuple[str, Any]]) -> str | None:
     return '{"a":' + _quoted(app) + ',"k":' + _quoted(kind) + ',"p":{' + ",".join(parts) + "}}"
 
 
+#: ``base64.urlsafe_b64encode``'s alphabet from the standard one
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def _b64(raw: bytes) -> bytes:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=")
+    """``base64.urlsafe_b64encode(raw)`` without its padding."""
+    return binascii.b2a_base64(raw, newline=False).translate(_URLSAFE).rstrip(b"=")
 
 
 def _unb64(text: str) -> bytes:
@@ -73,14 +81,19 @@ class ContextSigner:
         if not secret:
             raise ValueError("the context secret must not be empty")
         self._secret = secret
-        self._keyed = hmac.new(secret, digestmod=hashlib.sha256)  # copied per message: the key is set up once
+        # HMAC-SHA256 (RFC 2104) as hashes of the padded key, copied per message: the key is hashed once
+        key = (hashlib.sha256(secret).digest() if len(secret) > _BLOCK else secret).ljust(_BLOCK, b"\0")
+        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
+        self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
         # (token, app, kind) -> its payload, for tokens that verified (a session's context comes back each step)
         self._verified: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def _mac(self, body: bytes) -> bytes:
-        mac = self._keyed.copy()
-        mac.update(body)
-        return _b64(mac.digest()[:18])
+        inner = self._inner.copy()
+        inner.update(body)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return _b64(outer.digest()[:18])
 
     def sign(self, app: str, kind: str, payload: dict[str, Any]) -> str:
         items = None
