@@ -69,7 +69,7 @@ class _Seeded(ISpawnableSeedSequence):
 
 
 def seeded_rng(*values: int) -> np.random.Generator:
-    """``np.random.default_rng(values)``: the same generator, made in about a third of the time.
+    """``np.random.default_rng(values)``: the same generator, made at a fraction of the cost.
 
     The seed sequence is given its entropy as the 32-bit words ``default_rng``
     splits the values into (each value least significant word first, 0 as one

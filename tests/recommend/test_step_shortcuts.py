@@ -32,6 +32,16 @@ def test_seeded_rng_is_default_rng_of_the_same_values(values: list[int]) -> None
     assert fast.random(3).tolist() == plain.random(3).tolist()
 
 
+def test_a_seeded_generator_spawns_and_shows_its_seed_sequence_as_default_rng_s_does() -> None:
+    values = (1, 2**63 + 5, 100_000, 37)
+    fast, plain = seeded_rng(*values), np.random.default_rng(values)
+    assert [g.random(2).tolist() for g in fast.spawn(3)] == [g.random(2).tolist() for g in plain.spawn(3)]
+    ours, theirs = fast.bit_generator.seed_seq, plain.bit_generator.seed_seq
+    assert ours.pool.tolist() == theirs.pool.tolist()
+    assert ours.generate_state(4, np.uint64).tolist() == theirs.generate_state(4, np.uint64).tolist()
+    assert ours.generate_state(3).tolist() == theirs.generate_state(3).tolist()
+
+
 def test_seeded_rng_of_values_that_are_not_plain_non_negative_ints_takes_the_ordinary_path() -> None:
     assert seeded_rng(np.int64(7), 3).bit_generator.state == np.random.default_rng((7, 3)).bit_generator.state
     assert seeded_rng(True, 3).bit_generator.state == np.random.default_rng((True, 3)).bit_generator.state
