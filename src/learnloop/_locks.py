@@ -49,7 +49,8 @@ class Gate:
     """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)  # waited on with its lock held directly
         self._shared = 0
         self._owner: int | None = None
         self._depth = 0
@@ -72,7 +73,7 @@ class Gate:
         if held or self._owner == threading.get_ident():
             local.shared = held + 1
             return False
-        with self._cond:
+        with self._lock:
             while self._owner is not None or self._waiting:
                 self._cond.wait()
             self._shared += 1
@@ -83,9 +84,9 @@ class Gate:
         """Leave what :meth:`enter_shared` entered."""
         self._local.shared -= 1
         if counted:
-            with self._cond:
+            with self._lock:
                 self._shared -= 1
-                if not self._shared:
+                if not self._shared and self._waiting:  # only exclusive entries wait for no shared holder
                     self._cond.notify_all()
 
     @contextmanager
@@ -133,10 +134,10 @@ class LearnerLocks:
 
     def hold(self, keys: Iterable[tuple[str, ...]]) -> AbstractContextManager[Any]:
         """The locks of ``keys``, taken in stripe order on entering the returned context."""
-        stripes = sorted({self._stripe(k) for k in keys})
+        stripes = {self._stripe(k) for k in keys}
         if len(stripes) == 1:  # one learner (a session's step): its lock alone
-            return self._locks[stripes[0]]
-        return self._hold([self._locks[s] for s in stripes])
+            return self._locks[stripes.pop()]
+        return self._hold([self._locks[s] for s in sorted(stripes)])
 
     @staticmethod
     @contextmanager

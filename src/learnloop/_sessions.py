@@ -8,20 +8,18 @@ recommendation context.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from learnloop._content_repo import ContentRepository
-from learnloop._event_batch import context_events
 from learnloop._learners import ContextEvents, Learners
 from learnloop._lru import LRUCache
+from learnloop._seeding import learner_key, seeded_rng
+from learnloop._step_events import step_events
 from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
@@ -225,7 +223,7 @@ class Sessions:
         )
 
     def adaptive_step(self, session_context: str, events: ContextEvents = (), *, app: str = "default") -> AdaptiveStep:
-        parsed = context_events(events)
+        parsed = step_events(events)
         self.learners.check_events_count(len(parsed))
         session_id = self._session_id(session_context, app)
         spec = self._spec(app, session_id)
@@ -256,8 +254,7 @@ class Sessions:
                 problems.append(f"{where}: attempt on scorable item '{rec['i']}' needs a score")
                 continue
             interactions.append(
-                Interaction.from_event(
-                    event,
+                event.interaction(
                     user_id=spec.user_id,
                     catalog_id=spec.catalog_id,
                     item_id=rec["i"],
@@ -315,13 +312,17 @@ class Sessions:
             return index.derived("sessions.none_administered", _nothing_administered)
         found = self._administered.get(key)
         if found is not None and found[0] is index and found[1] <= len(assessed):
-            done = found[1]
-            mask = found[2] | index.item_mask(assessed[done:]) if done < len(assessed) else found[2]
+            done, mask = found[1], found[2]
+            if done < len(assessed):  # the positions of the items added (as item_mask finds them)
+                mask = mask.copy()
+                for item_id in assessed[done:]:
+                    positions = index.item_positions.get(item_id)
+                    if positions is not None:
+                        mask[positions] = True
         else:
             mask = index.item_mask(assessed)
-        if assessed:
-            mask.flags.writeable = False  # shared with later steps
-            self._administered.put(key, (index, len(assessed), mask))
+        mask.flags.writeable = False  # shared with later steps
+        self._administered.put(key, (index, len(assessed), mask))
         return mask
 
     def _recommend(
@@ -365,34 +366,4 @@ def _nothing_administered(index: CatalogIndex) -> BoolArray:
 def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionState:
     if not item_ids:
         return session
-    merged = tuple(dict.fromkeys((*session.assessed, *item_ids)))
-    return replace(session, assessed=merged)
-
-
-@functools.lru_cache(maxsize=4096)
-def learner_key(app: str, user_id: str, catalog_id: str) -> int:
-    """A stable 64-bit number of a learner, for seeding (the same in every process)."""
-    return int.from_bytes(hashlib.sha256(f"{app}\x1f{user_id}\x1f{catalog_id}".encode()).digest()[:8], "big")
-
-
-_WORD = 0xFFFFFFFF
-
-
-def seeded_rng(*values: int) -> np.random.Generator:
-    """``np.random.default_rng(values)``: the same generator, made in about half the time.
-
-    The seed sequence is given its entropy as the 32-bit words ``default_rng``
-    splits the values into (each value least significant word first, 0 as one
-    word), so that it skips the conversion of a tuple of Python integers; any
-    value that is not a non-negative ``int`` takes the ordinary path.
-    """
-    words: list[int] = []
-    for value in values:
-        if value.__class__ is not int or value < 0:
-            return np.random.default_rng(values)
-        words.append(value & _WORD)
-        value >>= 32
-        while value:
-            words.append(value & _WORD)
-            value >>= 32
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(np.array(words, dtype=np.uint32))))
+    return session.with_assessed(tuple(dict.fromkeys((*session.assessed, *item_ids))))

@@ -80,11 +80,11 @@ _VALUES = st.one_of(
     app=st.text(max_size=8),
     kind=st.sampled_from(["r", "s", 'q"']),
     payload=st.dictionaries(st.text(max_size=6), _VALUES, max_size=5),
+    secret=st.sampled_from([b"secret", b"k" * 64, b"\xff" * 65]) | st.binary(min_size=1, max_size=150),
 )
 def test_a_token_is_the_hmac_of_the_sorted_compact_json_of_app_kind_and_payload(
-    app: str, kind: str, payload: dict[str, Any]
+    app: str, kind: str, payload: dict[str, Any], secret: bytes
 ) -> None:
-    secret = b"secret"
     body = json.dumps({"a": app, "k": kind, "p": payload}, separators=(",", ":"), sort_keys=True).encode()
     encoded = base64.urlsafe_b64encode(body).rstrip(b"=")
     mac = base64.urlsafe_b64encode(hmac.new(secret, encoded, hashlib.sha256).digest()[:18]).rstrip(b"=")

@@ -32,6 +32,16 @@ def test_seeded_rng_is_default_rng_of_the_same_values(values: list[int]) -> None
     assert fast.random(3).tolist() == plain.random(3).tolist()
 
 
+def test_a_seeded_generator_spawns_and_shows_its_seed_sequence_as_default_rng_s_does() -> None:
+    values = (1, 2**63 + 5, 100_000, 37)
+    fast, plain = seeded_rng(*values), np.random.default_rng(values)
+    assert [g.random(2).tolist() for g in fast.spawn(3)] == [g.random(2).tolist() for g in plain.spawn(3)]
+    ours, theirs = fast.bit_generator.seed_seq, plain.bit_generator.seed_seq
+    assert ours.pool.tolist() == theirs.pool.tolist()
+    assert ours.generate_state(4, np.uint64).tolist() == theirs.generate_state(4, np.uint64).tolist()
+    assert ours.generate_state(3).tolist() == theirs.generate_state(3).tolist()
+
+
 def test_seeded_rng_of_values_that_are_not_plain_non_negative_ints_takes_the_ordinary_path() -> None:
     assert seeded_rng(np.int64(7), 3).bit_generator.state == np.random.default_rng((7, 3)).bit_generator.state
     assert seeded_rng(True, 3).bit_generator.state == np.random.default_rng((True, 3)).bit_generator.state
@@ -136,3 +146,29 @@ def test_attempts_and_theory_viewed_at_some_positions_read_off_the_items_met(see
         assert view.attempts_at(some).tolist() == attempts[some].tolist()
         assert view.viewed_at(some).tolist() == viewed[some].tolist()
     assert view.attempted_count(np.ones(index.n_items, dtype=bool)) == int(np.count_nonzero(attempts))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["i0", "i1", "i2", "i3", "gone"]), max_size=3), min_size=1, max_size=6))
+def test_the_administered_mask_extended_step_by_step_is_the_mask_of_every_item_assessed(
+    steps: list[list[str]],
+) -> None:
+    engine = _engine()
+    engine.upsert_catalog(  # an item in two topics: both of its positions count
+        {
+            "catalog_id": "c",
+            "display_name": "C",
+            "topics": [
+                {"topic_id": "a", "display_name": "A", "item_refs": [{"item_id": "i0"}, {"item_id": "i1"}]},
+                {"topic_id": "b", "display_name": "B", "item_refs": [{"item_id": "i1"}, {"item_id": "i2"}]},
+            ],
+        }
+    )
+    sessions, index = engine._sessions, engine._content.catalog_model("c").index
+    context = engine.create_session({"user_id": "u", "catalog_id": "c", "mode": {"type": "assess"}, "filter": {}})
+    state = engine.session(context)
+    for added in steps:
+        state = state.with_assessed(tuple(dict.fromkeys((*state.assessed, *added))))
+        got = sessions._administered_positions("default", state, index)
+        assert got.tolist() == index.item_mask(state.assessed).tolist()
+        assert not got.flags.writeable

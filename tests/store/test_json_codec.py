@@ -65,6 +65,15 @@ def test_what_json_cannot_write_still_raises() -> None:
         DocCodec().encode({"when": {1, 2}}, ("u1",))
 
 
+def test_a_circular_document_is_refused_as_json_refuses_it() -> None:
+    doc: dict[str, Any] = {"a": []}
+    doc["a"].append(doc)
+    with pytest.raises(ValueError, match="Circular reference"):
+        encode_doc(doc)
+    with pytest.raises(ValueError, match="Circular reference"):
+        json_bytes([doc])
+
+
 def test_the_flat_fast_path_keeps_nan_infinities_and_big_integers() -> None:
     blob = json_bytes([math.nan, math.inf, -math.inf, 2**70, -0.0])
     assert blob == b"[NaN,Infinity,-Infinity,1180591620717411303424,-0.0]"
@@ -92,3 +101,14 @@ def test_documents_of_one_shape_in_turn_read_back_whichever_fields_repeat_the_ke
     blobs = [codec.encode(doc, key) for doc in docs]
     for doc, blob in zip(docs, blobs, strict=True):
         assert same(codec.decode(blob, key), json.loads(json.dumps(doc)))
+
+
+@given(st.lists(st.sampled_from(["u1", "c1", "u1c1", "x", 1, None]), min_size=1, max_size=7))
+def test_fields_repeating_key_parts_come_back_in_their_places(values: list[Any]) -> None:
+    codec = DocCodec()
+    key = ("u1", "c1")
+    doc = {f"f{k}": value for k, value in enumerate(values)}
+    for _ in range(2):  # the second time through the shape remembered for these names
+        blob = codec.encode(doc, key)
+        assert list(codec.decode(blob, key).items()) == list(doc.items())
+        assert list(codec.decode(b"12345678" + blob, key, 8).items()) == list(doc.items())

@@ -7,9 +7,11 @@ by another; it cannot be altered without the engine's secret.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import json
+from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any
 
 from learnloop.errors import ContextError
@@ -18,6 +20,8 @@ __all__ = ["ContextSigner"]
 
 #: verified or signed tokens remembered (their payloads, flat dicts, copied in and out)
 _REMEMBERED = 4096
+#: SHA-256's block size (HMAC pads the key to it)
+_BLOCK = 64
 #: payload value types that come back from JSON as they went in (a payload of such values is
 #: remembered when signed); floats are not among them (NaN and infinities are not JSON)
 _AS_DECODED = (str, int, bool, type(None))
@@ -27,8 +31,33 @@ _AS_DECODED = (str, int, bool, type(None))
 _ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
 
 
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+def _flat_json(app: str, kind: str, items: list[tuple[str, Any]]) -> str | None:
+    """What ``_ENCODER`` writes for ``{"a": app, "k": kind, "p": dict(items)}`` when ``items``
+    are ``(str, value)`` pairs sorted by key with values of ``_AS_DECODED`` types; None otherwise."""
+    parts = []
+    for key, value in items:
+        kind_of = value.__class__
+        if kind_of is str:
+            text = _quoted(value)
+        elif kind_of is int:
+            text = int.__repr__(value)
+        elif value is None:
+            text = "null"
+        elif kind_of is bool:
+            text = "true" if value else "false"
+        else:
+            return None
+        parts.append(_quoted(key) + ":" + text)
+    return '{"a":' + _quoted(app) + ',"k":' + _quoted(kind) + ',"p":{' + ",".join(parts) + "}}"
+
+
+#: ``base64.urlsafe_b64encode``'s alphabet from the standard one
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _b64(raw: bytes) -> bytes:
+    """``base64.urlsafe_b64encode(raw)`` without its padding."""
+    return binascii.b2a_base64(raw, newline=False).translate(_URLSAFE).rstrip(b"=")
 
 
 def _unb64(text: str) -> bytes:
@@ -52,22 +81,33 @@ class ContextSigner:
         if not secret:
             raise ValueError("the context secret must not be empty")
         self._secret = secret
-        self._keyed = hmac.new(secret, digestmod=hashlib.sha256)  # copied per message: the key is set up once
+        # HMAC-SHA256 (RFC 2104) as hashes of the padded key, copied per message: the key is hashed once
+        key = (hashlib.sha256(secret).digest() if len(secret) > _BLOCK else secret).ljust(_BLOCK, b"\0")
+        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
+        self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
         # (token, app, kind) -> its payload, for tokens that verified (a session's context comes back each step)
         self._verified: dict[tuple[str, str, str], dict[str, Any]] = {}
 
-    def _mac(self, body: bytes) -> str:
-        mac = self._keyed.copy()
-        mac.update(body)
-        return _b64(mac.digest()[:18])
+    def _mac(self, body: bytes) -> bytes:
+        inner = self._inner.copy()
+        inner.update(body)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return _b64(outer.digest()[:18])
 
     def sign(self, app: str, kind: str, payload: dict[str, Any]) -> str:
-        encoded = _b64(_ENCODER.encode({"a": app, "k": kind, "p": payload}).encode())
-        token = f"{encoded}.{self._mac(encoded.encode())}"
-        if all(k.__class__ is str and v.__class__ in _AS_DECODED for k, v in payload.items()):
+        items = None
+        if app.__class__ is str and kind.__class__ is str and all(k.__class__ is str for k in payload):
+            items = sorted(payload.items())
+            text = _flat_json(app, kind, items)
+        if items is None or text is None:
+            items, text = None, _ENCODER.encode({"a": app, "k": kind, "p": payload})
+        encoded = _b64(text.encode())
+        token = (encoded + b"." + self._mac(encoded)).decode("ascii")
+        if items is not None:
             # what verify() would decode is the payload itself, its keys sorted: remember it
             # (a recommendation's context comes back with the next step)
-            self._remember(token, app, kind, dict(sorted(payload.items())))
+            self._remember(token, app, kind, dict(items))
         return token
 
     def _remember(self, token: str, app: str, kind: str, payload: dict[str, Any]) -> None:
@@ -102,7 +142,7 @@ class ContextSigner:
         if not encoded or not mac:
             raise ContextError("malformed context")
         # bytes on both sides: compare_digest refuses str holding non-ASCII characters
-        if not hmac.compare_digest(mac.encode("ascii"), self._mac(encoded.encode("ascii")).encode("ascii")):
+        if not hmac.compare_digest(mac.encode("ascii"), self._mac(encoded.encode("ascii"))):
             raise ContextError("context signature does not verify (forged or altered)")
         try:
             body = json.loads(_unb64(encoded))

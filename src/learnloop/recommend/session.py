@@ -198,6 +198,21 @@ class SessionState:
             self.assessed,
         )
 
+    def with_assessed(self, assessed: tuple[str, ...]) -> SessionState:
+        """This state with ``assessed`` as the items assessed."""
+        return SessionState(
+            self.session_id,
+            self.spec,
+            self.started_at,
+            self.interaction_count,
+            self.last_event_at,
+            self.recommendation_count,
+            self.constraint_counts,
+            self.last_item,
+            self.last_topic,
+            assessed,
+        )
+
 
 def _stored_time(moment: datetime) -> bool:
     """Whether ``moment`` is what :func:`parse_timestamp` makes of its :func:`format_timestamp`."""

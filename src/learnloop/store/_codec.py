@@ -38,7 +38,8 @@ class DocCodec:
 
     def __init__(self) -> None:
         self._ids: dict[tuple[tuple[str, ...], tuple[int, ...]], int] = {}
-        self._shapes: list[tuple[tuple[str, ...], tuple[int, ...], bool]] = []
+        # per shape id: the field names, and (position, key part) of the fields that repeat a key part
+        self._shapes: list[tuple[tuple[str, ...], tuple[tuple[int, int], ...]]] = []
         self._lock = threading.Lock()
         # field names -> the shape their last document had: (field, key part) pairs, the other fields, its header
         self._by_names: dict[tuple[str, ...], tuple[tuple[tuple[int, int], ...], tuple[int, ...], bytes]] = {}
@@ -135,24 +136,24 @@ class DocCodec:
                 if len(self._shapes) >= MAX_SHAPES:
                     return None
                 sid = len(self._shapes)
-                self._shapes.append((*shape, any(r >= 0 for r in shape[1])))
+                self._shapes.append((shape[0], tuple((at, ref) for at, ref in enumerate(shape[1]) if ref >= 0)))
                 self._ids[shape] = sid
             return sid
 
-    def decode(self, blob: bytes, key: Key) -> Doc:
-        tag = blob[0] if blob else _OBJECT
+    def decode(self, blob: bytes, key: Key, at: int = 0) -> Doc:
+        """The document of ``blob[at:]`` (``at``: where it starts in ``blob``)."""
+        tag = blob[at] if len(blob) > at else _OBJECT
         if tag == _RAW:
-            return blob[1:]
+            return blob[at + 1 :]
         if tag == _SHAPED1:
-            sid, start = blob[1], 2
+            sid, start = blob[at + 1], at + 2
         elif tag == _SHAPED2:
-            sid, start = blob[1] | blob[2] << 8, 3
+            sid, start = blob[at + 1] | blob[at + 2] << 8, at + 3
         else:
-            decoded: Doc = json_value(blob)
+            decoded: Doc = json_value(blob[at:] if at else blob)
             return decoded
-        names, refs, keyed = self._shapes[sid]
+        names, keyed = self._shapes[sid]
         values = json_value(blob[start:])
-        if not keyed:
-            return dict(zip(names, values, strict=True))
-        pending = iter(values)
-        return {name: key[ref] if ref >= 0 else next(pending) for name, ref in zip(names, refs, strict=True)}
+        for at, ref in keyed:  # in order of position: each goes where it stands among the fields
+            values.insert(at, key[ref])
+        return dict(zip(names, values, strict=True))

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from itertools import chain, repeat
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic_core import from_json, to_json
@@ -177,6 +178,13 @@ def check_prefix(table: str, prefix: Key) -> None:
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+#: ``_ENCODER``'s C encoder made once (``JSONEncoder.encode`` makes one per call), without the check
+#: for circular references: a value it cannot write (RecursionError too) is written again by ``_ENCODER``
+_C_ENCODE = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, True)
+)
 _NONE = type(None)
 _SCALARS = frozenset((str, int, float, bool, _NONE))
 _STR = frozenset((str,))
@@ -205,6 +213,11 @@ def json_bytes(value: list[Any] | dict[str, Any]) -> bytes:
             return to_json(value)
         except ValueError:
             pass  # e.g. a lone surrogate: json says what is wrong
+    elif _C_ENCODE is not None:
+        try:
+            return "".join(_C_ENCODE(value, 0)).encode("utf-8")
+        except (TypeError, ValueError, RecursionError):
+            pass  # json says what is wrong (a circular reference too)
     return _ENCODER.encode(value).encode("utf-8")
 
 

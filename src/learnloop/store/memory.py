@@ -199,11 +199,17 @@ class MemoryStore:
 
     # -- the Store protocol --------------------------------------------------------------
     def get(self, table: str, app: str, key: Key) -> Doc | None:
-        key = tuple(key)
+        if key.__class__ is not tuple:
+            key = tuple(key)
         check_key(table, key)
+        if len(key) >= _WIDE:
+            with self._lock:
+                row = self._row((table, app), len(key), key)
+            return None if row is None else self._codec.decode(row[1], key)
         with self._lock:
-            row = self._row((table, app), len(key), key)
-        return None if row is None else self._codec.decode(row[1], key)
+            rows = self._flat.get((table, app))
+            packed = None if rows is None else rows.get(key)
+        return None if packed is None else self._codec.decode(packed, key, 8)  # after the update sequence
 
     def get_many(self, table: str, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
         wanted = [tuple(key) for key in keys]
@@ -264,16 +270,20 @@ class MemoryStore:
         if isinstance(rows, Columns) and self._put_columns(table, app, rows):
             return
         prepared = []
+        encode = self._codec.encode
         for key, doc in rows:
-            key = tuple(key)
+            if key.__class__ is not tuple:
+                key = tuple(key)
             check_key(table, key)
             key = _plain(key)
-            prepared.append((key, self._codec.encode(doc, key)))
+            prepared.append((key, encode(doc, key)))
         width = _width(table)
+        where = (table, app)
         with self._lock:
-            written = [(key, (next(self._seq), blob)) for key, blob in prepared]
-            previous = self._write((table, app), width, written)
-            self._remember((table, app), [key for key, _ in prepared], previous)
+            seq = self._seq
+            previous = self._write(where, width, [(key, (next(seq), blob)) for key, blob in prepared])
+            if self._undo is not None:
+                self._undo.append((where, [key for key, _ in prepared], previous))
 
     def _put_columns(self, table: str, app: str, rows: Columns) -> bool:
         """Write rows given as columns, encoded column by column, and a new learner's rows into
