@@ -20,8 +20,6 @@ __all__ = ["ContextSigner"]
 
 #: verified or signed tokens remembered (their payloads, flat dicts, copied in and out)
 _REMEMBERED = 4096
-#: SHA-256's block size (HMAC pads the key to it)
-_BLOCK = 64
 #: payload value types that come back from JSON as they went in (a payload of such values is
 #: remembered when signed); floats are not among them (NaN and infinities are not JSON)
 _AS_DECODED = (str, int, bool, type(None))
@@ -81,19 +79,14 @@ class ContextSigner:
         if not secret:
             raise ValueError("the context secret must not be empty")
         self._secret = secret
-        # HMAC-SHA256 (RFC 2104) as hashes of the padded key, copied per message: the key is hashed once
-        key = (hashlib.sha256(secret).digest() if len(secret) > _BLOCK else secret).ljust(_BLOCK, b"\0")
-        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
-        self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
+        self._keyed = hmac.new(secret, digestmod=hashlib.sha256)  # copied per message: the key is set up once
         # (token, app, kind) -> its payload, for tokens that verified (a session's context comes back each step)
         self._verified: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def _mac(self, body: bytes) -> bytes:
-        inner = self._inner.copy()
-        inner.update(body)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return _b64(outer.digest()[:18])
+        mac = self._keyed.copy()
+        mac.update(body)
+        return _b64(mac.digest()[:18])
 
     def sign(self, app: str, kind: str, payload: dict[str, Any]) -> str:
         items = None
