@@ -569,3 +569,106 @@ def test_a_signed_context_without_its_fields_is_a_400(make_engine: Callable[...,
     ).encode()
     response = api.handle("POST", "/v2/adaptive-engine", body=body)
     assert response.status == 400 and "recommendation_context: malformed context" in response.body["error"]["message"]
+
+
+# -- one session stepped from two processes in turn: the same steps as from one ----------------
+def _stepping_worker(path: str, conn: Any) -> None:
+    engine = Engine.open(path, seed=7)
+    try:
+        while True:
+            message = conn.recv()
+            if message is None:
+                break
+            context, events = message
+            try:
+                step = engine.adaptive_step(context, events)
+                conn.send(("ok", step.model_dump(mode="json")))
+            except BaseException as exc:  # reported to the test, which fails on it
+                conn.send(("error", repr(exc)))
+    finally:
+        engine.close()
+
+
+def _session_script(path: str, cid: str, step: Callable[[str, list[dict[str, Any]]], dict[str, Any]]) -> list[Any]:
+    """24 steps of one learn session (answers from a seeded generator); after step 8 and step 16 a
+    third connection posts an event of the same learner outside the session, one of them earlier
+    than the learner's latest. Returns what each step answered, without the opaque contexts."""
+    engine = Engine.open(path, seed=7)
+    context = engine.create_session({"user_id": "shared", "catalog_id": cid, "mode": {"type": "learn"}, "filter": {}})
+    draw = random.Random(5)
+    events: list[dict[str, Any]] = []
+    seen = []
+    for n in range(24):
+        answer = step(context, events)
+        rec = answer["recommendation"]
+        seen.append(
+            (
+                None if rec is None else (rec["item_id"], rec["topic_id"], rec["reason"]),
+                answer["user_status"],
+                {k: v for k, v in answer["session_status"].items() if k != "duration_ms"},  # (the wall clock's)
+            )
+        )
+        if n in (8, 16):
+            other = Engine.open(path, seed=7)  # another connection: the steppers must see its write
+            item = engine.item_database()[n]
+            when = _stamp(n * 60 - (3000 if n == 16 else -5))
+            late = {"type": "attempt", "item_id": item.item_id, "catalog_id": cid, "timestamp": when, "score": 0.0}
+            other.upsert_events("shared", [late])
+            other.close()
+        events = []
+        if rec is not None:
+            events = [
+                {
+                    "type": "attempt",
+                    "timestamp": _stamp(n * 60 + 30),
+                    "score": float(draw.random() < 0.6),
+                    "recommendation_context": rec["recommendation_context"],
+                }
+            ]
+    engine.close()
+    return seen
+
+
+def test_a_session_stepped_by_two_processes_in_turn_answers_as_one_process_does(tmp_path: Path) -> None:
+    # each process keeps learner states, session states and (on SQLite) rows it knows: every
+    # step must still start from what the other process and a third connection wrote
+    paths = [str(tmp_path / "shared.db"), str(tmp_path / "alone.db")]
+    for path in paths:
+        engine = Engine.open(path, seed=7)
+        cid = _course(engine)
+        engine.close()
+
+    ctx = mp.get_context("spawn")
+    pipes, procs = [], []
+    for _ in range(2):
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_stepping_worker, args=(paths[0], child), daemon=True)
+        proc.start()
+        pipes.append(parent)
+        procs.append(proc)
+    turn = iter(range(10**6))
+
+    def in_turn(context: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+        pipe = pipes[next(turn) % 2]
+        pipe.send((context, events))
+        assert pipe.poll(120), "a stepping process did not answer"
+        status, answer = pipe.recv()
+        assert status == "ok", answer
+        return answer
+
+    try:
+        shared = _session_script(paths[0], cid, in_turn)
+    finally:
+        for pipe in pipes:
+            pipe.send(None)
+        for proc in procs:
+            proc.join(timeout=60)
+
+    alone_engine = Engine.open(paths[1], seed=7)
+    try:
+        alone = _session_script(paths[1], cid, lambda c, e: alone_engine.adaptive_step(c, e).model_dump(mode="json"))
+    finally:
+        alone_engine.close()
+    assert len(shared) == 24
+    assert sum(rec is not None for rec, _, _ in shared) == 24
+    assert shared == alone
