@@ -53,10 +53,15 @@ MAX_CHECKPOINTS = 8
 #: bytes of a numpy array object beside its data, and of a cache entry beside its states
 _ARRAY_OVERHEAD = 112
 _ENTRY_OVERHEAD = 600
-#: bytes of a learner state beside its arrays' data: their objects, and the state object itself
-_STATE_OVERHEAD = _ARRAY_OVERHEAD * LearnerState.N_ARRAYS + 100
 #: default bound of the learner-state cache, in bytes
 DEFAULT_CACHE_BYTES = 256 * 2**20
+
+
+def _state_nbytes(state: LearnerState) -> int:
+    """The bytes of a learner state: its arrays' data plus their objects (~112 bytes each), and
+    the state object itself."""
+    arrays = state.arrays
+    return sum(a.nbytes for a in arrays) + _ARRAY_OVERHEAD * len(arrays) + 100
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,15 +164,14 @@ class _Cached:
 
     @property
     def nbytes(self) -> int:
-        # the arrays' data plus their objects (~112 bytes each), and the state object itself
         state = self.state
-        total = state.nbytes + _STATE_OVERHEAD
+        total = _state_nbytes(state)
         if self.checkpoints:
             seen = {id(state)}
             for checkpoint in self.checkpoints:
                 if id(checkpoint.state) not in seen:
                     seen.add(id(checkpoint.state))
-                    total += checkpoint.state.nbytes + _STATE_OVERHEAD
+                    total += _state_nbytes(checkpoint.state)
         # the entry, its key and its place in the cache
         return total + 200 * len(self.pending) + _ENTRY_OVERHEAD
 

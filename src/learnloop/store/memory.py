@@ -282,8 +282,7 @@ class MemoryStore:
         with self._lock:
             seq = self._seq
             previous = self._write(where, width, [(key, (next(seq), blob)) for key, blob in prepared])
-            if self._undo is not None:
-                self._undo.append((where, [key for key, _ in prepared], previous))
+            self._remember(where, [key for key, _ in prepared], previous)
 
     def _put_columns(self, table: str, app: str, rows: Columns) -> bool:
         """Write rows given as columns, encoded column by column, and a new learner's rows into

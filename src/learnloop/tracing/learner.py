@@ -403,10 +403,8 @@ class LearnerModel:
     def _credit_sum(self, met: IntArray, rows: FloatArray) -> float:
         """The summed progress credit of the items met ``met`` (their ``rows``)."""
         attempted = rows[:, _ATT] > 0
-        if not self._has_theory:  # a credit of 0 or 1 per item: the sum is a count
-            return float(np.count_nonzero(attempted))
-        theory = self.items.is_theory[met]
-        if not theory.any():
+        theory = self.items.is_theory[met] if self._has_theory else None
+        if theory is None or not theory.any():  # a credit of 0 or 1 per item: the sum is a count
             return float(np.count_nonzero(attempted))
         return float(item_credit(rows[:, _ATT], rows[:, _FRAC], theory).sum())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -28,11 +28,6 @@ _MEMORY_BLANK_ROW = np.array(_MEMORY_BLANK)
 _MEMORY_BLANK_NAN = np.isnan(_MEMORY_BLANK_ROW)
 _MEMORY_BLANK_ROW.setflags(write=False)
 _MEMORY_BLANK_NAN.setflags(write=False)
-#: an item's blank row and signature, as rows to insert
-_BLANK_ROW = np.array([_BLANK])
-_NO_SIG = np.zeros(1, dtype=np.int64)
-_BLANK_ROW.setflags(write=False)
-_NO_SIG.setflags(write=False)
 
 
 def _blank_memory(memory: FloatArray) -> np.ndarray:
@@ -308,23 +303,10 @@ class LearnerState:
             self.momentum,
         )
 
-    #: the number of :attr:`arrays`
-    N_ARRAYS: ClassVar[int] = 9
-
     @property
     def nbytes(self) -> int:
         """Bytes of the data of :attr:`arrays`."""
-        return (
-            self.ability_topics.nbytes
-            + self.ability_rows.nbytes
-            + self.overall_row.nbytes
-            + self.memory_topics.nbytes
-            + self.memory_rows.nbytes
-            + self.touched.nbytes
-            + self.rows.nbytes
-            + self.sig.nbytes
-            + self.momentum.nbytes
-        )
+        return sum(a.nbytes for a in self.arrays)
 
     def memory_of(self, topic: int) -> Memory | None:
         """The memory of one topic, or None if never reviewed."""
