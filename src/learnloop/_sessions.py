@@ -19,6 +19,7 @@ from learnloop._content_repo import ContentRepository
 from learnloop._learners import ContextEvents, Learners
 from learnloop._lru import LRUCache
 from learnloop._seeding import learner_key, seeded_rng
+from learnloop._session_docs import joined_doc, split_doc, stored_blocks
 from learnloop._step_events import step_events
 from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
@@ -73,6 +74,8 @@ class Sessions:
         self._states: LRUCache[tuple[str, str], tuple[SessionState, Mapping[str, Any]]] = LRUCache(max_items=4096)
         # per assessment session: the positions administered so far, for (index, items assessed)
         self._administered: LRUCache[tuple[str, str], tuple[CatalogIndex, int, BoolArray]] = LRUCache(max_items=1024)
+        # per assessment session: its assessed items with their set, for the next step's additions
+        self._assessed_sets: LRUCache[tuple[str, str], tuple[tuple[str, ...], set[str]]] = LRUCache(max_items=1024)
         self._signer = ContextSigner(secret if secret is not None else self._stored_secret())
 
     # -- plumbing -------------------------------------------------------------------
@@ -196,21 +199,23 @@ class Sessions:
 
     def _stored_session(
         self, app: str, session_id: str
-    ) -> tuple[SessionState, tuple[SessionState, Mapping[str, Any]] | None]:
-        """The session as stored now, and (when it is the one this engine last wrote) that state
-        with its document, for :meth:`SessionState.to_doc` to reuse."""
+    ) -> tuple[SessionState, tuple[SessionState, Mapping[str, Any]] | None, int]:
+        """The session as stored now, (when it is the one this engine last wrote) that state
+        with its document, for :meth:`SessionState.to_doc` to reuse, and the number of
+        blocks of assessed items stored for it (see :mod:`learnloop._session_docs`)."""
         key = (app, session_id)
         doc = self.store.get("sessions", app, (session_id,))
         if doc is None:
             raise ContextError("stale session context: the session no longer exists")
         written = self._states.get(key)
         if written is not None and written[1] == doc:
-            return written[0], written
+            return written[0], written, stored_blocks(written[1])
         spec = self._specs.get(key)
-        state = SessionState.from_doc(dict(json_doc(doc)), spec=spec)
+        stored = json_doc(doc)
+        state = SessionState.from_doc(joined_doc(self.store, app, stored), spec=spec)
         if spec is None:
             self._specs.put(key, state.spec)
-        return state, None
+        return state, None, stored_blocks(stored)
 
     def _session_rng(self, app: str, session: SessionState, n_events: int) -> np.random.Generator:
         """The session's random stream: with a seed, a function of the seed and the
@@ -281,7 +286,7 @@ class Sessions:
             )
             entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
             with self.store.atomic():
-                session, written = self._stored_session(app, session_id)  # (raises before any write)
+                session, written, blocks = self._stored_session(app, session_id)  # (raises before any write)
                 try:
                     self.learners.tracker.write(app, plan, check=True)
                 except StaleError:  # another process wrote this learner meanwhile: redo inside
@@ -295,13 +300,34 @@ class Sessions:
                 session = session.with_interactions(plan.new, latest)
                 if spec.mode.type == "assess":
                     tested = [i.item_id for i in plan.changed if i.kind == "attempt"]
-                    session = _with_assessed(session, tested)
+                    session = self._with_assessed(app, session, tested)
                 step, after = self._recommend(app, session, model, entry)
-                doc = after.to_doc(like=written)
-                self.store.put_many("sessions", app, [((session_id,), doc)])
+                doc, block_rows = split_doc(after.to_doc(like=written), after.assessed, blocks)
+                self.store.put_many("sessions", app, [((session_id,), doc), *block_rows])
             self._states.put((app, session_id), (after.as_stored(), doc))
             self.learners.tracker.install(entries)
         return step
+
+    def _with_assessed(self, app: str, session: SessionState, item_ids: Sequence[str]) -> SessionState:
+        """``session`` with ``item_ids`` added to its assessed items (each item once, in order of first
+        assessment). The set of the items assessed is kept from step to step with the tuple it
+        holds (the steps of a session run one at a time, under its learner's lock)."""
+        if not item_ids:
+            return session
+        key = (app, session.session_id)
+        assessed = session.assessed
+        found = self._assessed_sets.get(key)
+        if found is not None and found[0] is assessed:
+            seen = found[1]
+        else:
+            seen = set(assessed)
+        added = tuple(dict.fromkeys(item for item in item_ids if item not in seen))
+        if not added:
+            return session
+        seen.update(added)
+        after = session.with_assessed(assessed + added)
+        self._assessed_sets.put(key, (after.assessed, seen))
+        return after
 
     def _administered_positions(self, app: str, session: SessionState, index: CatalogIndex) -> BoolArray:
         """The positions of the items this session has assessed: the list only grows, so the
@@ -361,9 +387,3 @@ def _nothing_administered(index: CatalogIndex) -> BoolArray:
     mask = np.zeros(index.n_items, dtype=bool)
     mask.flags.writeable = False
     return mask
-
-
-def _with_assessed(session: SessionState, item_ids: Sequence[str]) -> SessionState:
-    if not item_ids:
-        return session
-    return session.with_assessed(tuple(dict.fromkeys((*session.assessed, *item_ids))))
