@@ -406,7 +406,7 @@ def test_workers_killed_mid_write_lose_no_acknowledged_event(
     while len(worker_pids(process.pid)) != WORKERS:
         assert time.monotonic() < deadline, worker_pids(process.pid)
         time.sleep(0.05)
-    assert httpx.post(base + "/v2/query-catalog-ids", json={}, headers=HEADERS).status_code == 200
+    assert httpx.post(base + "/v2/query-catalog-ids", json={}, headers=HEADERS, timeout=60).status_code == 200
     stop(process)
 
     assert set(statuses) == {200}, sorted(set(statuses))  # a killed worker answers nothing; the others no 5xx
