@@ -51,9 +51,9 @@ def _scores(n: int) -> list[float]:
     return [float((k * 7) % 3 != 0) for k in range(n)]
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
 def test_a_long_assessment_stepped_by_two_engines_answers_as_one_engine_and_reads_back_whole(
-    kind: str, tmp_path: Path
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     def run(engines: list[Engine], clock: SimClock) -> tuple[list[dict[str, Any]], list[str], str]:
         catalog_id = _course(engines[0])
@@ -77,6 +77,10 @@ def test_a_long_assessment_stepped_by_two_engines_answers_as_one_engine_and_read
     clock = SimClock()
     if kind == "sqlite":
         engines = [Engine(seed=3, clock=clock, store=SQLiteStore(tmp_path / "s.db")) for _ in range(2)]
+    elif kind == "postgres":
+        url = request.getfixturevalue("postgres_database")()
+        engines = [Engine.open(url, seed=3, clock=clock) for _ in range(2)]
+        request.addfinalizer(lambda: [engine.close() for engine in engines])
     else:
         store = MemoryStore()
         engines = [Engine(seed=3, clock=clock, store=store) for _ in range(2)]
