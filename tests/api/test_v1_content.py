@@ -364,6 +364,21 @@ def test_an_ordered_view_keeps_its_asset_order_when_it_revisits_a_path(call: Cli
     assert index.item_ids == ("q1", "t1", odd, "q2")
 
 
+def test_a_view_path_thousands_of_segments_deep_is_served(call: Client, engine: Engine) -> None:
+    call("PUT", "/v1/assets", {"assets": ASSETS})
+    deep = "/" + "/".join(["a"] * 2498)  # the root, 2498 nested topics and a leaf for q2: the most a catalog holds
+    body = {"name": "V", "assets": [{"asset_id": "q1", "path": deep}, {"asset_id": "q2", "path": "/a"}]}
+    assert call("PUT", "/v1/views/v", body).status == 200
+    index = engine.catalog_index("v", app="app-1")
+    assert index.item_ids == ("q1", "q2") and len(engine.catalog("v", app="app-1").topics) == 2500
+    assert [a["asset_id"] for a in call("GET", "/v1/views/v").body["assets"]] == ["q1", "q2"]
+    # one segment more is over the topic limit: a 400, not a failure
+    deeper = {"name": "V", "assets": [{"asset_id": "q1", "path": deep + "/a/a"}]}
+    assert call("PUT", "/v1/views/w", deeper).body == errors(
+        400, "limit 'topics per catalog' exceeded (w): 2501 > 2500"
+    )
+
+
 def test_view_rules_are_checked_together(seeded: Client, engine: Engine) -> None:
     before = snapshot(engine)
     body = {
