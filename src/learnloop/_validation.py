@@ -76,7 +76,11 @@ def describe_validation_error(
     errors, for the engine and every façade; see :func:`field_path` for ``prefix`` and ``skip``;
     ``dialect`` "v1" keeps the v1 façade's wording: pydantic's own messages, and no colon before
     the message of a validator of ours)."""
-    return [_describe(e, prefix, skip, dialect) for e in exc.errors(include_url=False)]
+    errors = exc.errors(include_url=False)
+    # a list whose every element failed is also "too short after validation": its elements say why
+    failed_inside = {tuple(e["loc"][:n]) for e in errors for n in range(len(e["loc"]))}
+    kept = [e for e in errors if not (e["type"] == "too_short" and tuple(e["loc"]) in failed_inside)]
+    return [_describe(e, prefix, skip, dialect) for e in kept]
 
 
 def parse(model: type[_M], value: Any, *, where: str = "") -> _M:

@@ -548,6 +548,11 @@ def test_malformed_bodies_are_400(post: Client, body: Any, message: str) -> None
         ),
         ("/v2/upsert-items", {"items": [{"item_id": "q1", "scorable": True}]}, "'items[0].display_name' is required"),
         ("/v2/delete-items", {"item_ids": "q1"}, "'item_ids': input should be a valid array, got 'q1'"),
+        (
+            "/v2/user-status",
+            {"user_id": "u1", "catalog_id": "c1", "filter_list": [{"include_tags": ["a b"]}]},
+            "'filter_list[0].include_tags[0]' must match ^[a-zA-Z0-9_\\-:]{1,128}$, got 'a b'",
+        ),
         ("/v2/query-catalog", {"catalog_id": 5}, "'catalog_id': input should be a valid string, got 5"),
         (
             "/v2/upsert-catalog",
