@@ -461,6 +461,20 @@ def test_a_trailing_slash_and_a_lower_case_method_are_accepted(post: Client) -> 
     assert r.status == 200 and r.body == {"data": {"catalog_ids": []}}
 
 
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])
+def test_a_body_that_is_not_sent_as_json_is_400_and_changes_nothing(api: V2Api, content_type: str) -> None:
+    headers = {"X-API-KEY": "key-1", "Content-Type": content_type}
+    r = api.handle("POST", "/v2/upsert-items", body=json.dumps({"items": [item("q1")]}), headers=headers)
+    assert r.status == 400 and r.body == {
+        "error": {"status": 400, "message": f"Content-Type must be application/json, got {content_type!r}"}
+    }
+    assert item_db(Client(api)) == []
+    # JSON with parameters, in any case, or no Content-Type at all: accepted
+    for sent in ({"Content-Type": "Application/JSON; charset=utf-8"}, {}):
+        r = api.handle("POST", "/v2/upsert-items", body={"items": [item("q1")]}, headers={"X-API-KEY": "key-1", **sent})
+        assert r.body == OK
+
+
 @pytest.mark.parametrize("encode", [lambda b: b, json.dumps, lambda b: json.dumps(b).encode()])
 def test_bodies_as_dict_str_or_bytes(post: Client, encode: Callable[[Any], Any]) -> None:
     r = post("/v2/upsert-items", encode({"items": [item("q1")]}))

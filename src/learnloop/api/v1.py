@@ -22,6 +22,7 @@ from learnloop._http import (
     ApiResponse,
     BodyError,
     check_api_keys,
+    content_type_problem,
     decode_json_body,
     error_response,
     header,
@@ -282,10 +283,9 @@ class V1Api:
                 if size > limit:
                     raise Fail(400, f"the request body is {size} bytes; the limit is {limit} bytes (16 KB)")
             return None, b""
-        content_type = header(headers, "Content-Type")
-        media_type = None if content_type is None else content_type.split(";")[0].strip().lower()
-        if body is not None and media_type is not None and media_type != "application/json":
-            raise Fail(400, f"Content-Type must be application/json, got {(content_type or '')[:100]!r}")
+        problem = content_type_problem(headers, body)
+        if problem is not None:
+            raise Fail(400, problem)
         try:
             decoded, raw = decode_json_body(body)
         except BodyError as exc:

@@ -17,6 +17,7 @@ from learnloop._http import (
     ApiResponse,
     BodyError,
     check_api_keys,
+    content_type_problem,
     error_response,
     header_problems,
     resolve_api_key,
@@ -143,6 +144,9 @@ class V2Api:
         app = resolve_api_key(self.api_keys, headers)
         if app is None:
             return _error(401, "missing or wrong X-API-KEY header")
+        problem = content_type_problem(headers, body)
+        if problem is not None:
+            return _error(400, problem)
         model, handler = route
         try:
             request = validate_json_body(model, body)
