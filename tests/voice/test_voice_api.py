@@ -121,6 +121,20 @@ def test_syllables_endpoint(api: VoiceApi) -> None:
     assert words[0]["phoneme_scores"][0] == {"phoneme": "HH", "phoneme_ipa": "h"}
 
 
+def test_a_word_with_accented_letters_is_one_word_pronounced_without_its_accents(api: VoiceApi) -> None:
+    phrase = "Naïve café, 你好"
+    r = api.handle("POST", "/api/v1/syllables", form={"target_phrase": phrase}, headers=KEY)
+    assert r.status == 200
+    words = r.body["word_scores"]
+    # the other script has no English pronunciation: it is not a word to score
+    assert [(w["word"], w["indices"]) for w in words] == [
+        ("Naïve", {"start": 0, "end": 4}),
+        ("café", {"start": 6, "end": 9}),
+    ]
+    plain = api.handle("POST", "/api/v1/syllables", form={"target_phrase": "naive cafe"}, headers=KEY)
+    assert [w["phoneme_scores"] for w in words] == [w["phoneme_scores"] for w in plain.body["word_scores"]]
+
+
 def token(private: bytes, **claims: object) -> str:
     payload = {"iss": "issuer-1", "aud": "user-42", "exp": int(time.time()) + 7 * 86400, **claims}
     payload = {k: v for k, v in payload.items() if v is not None}
