@@ -454,6 +454,7 @@ def test_wrong_method_is_405_before_the_key(post: Client, method: str) -> None:
     assert r.status == 405 and r.body == err(
         405, f"method {method} is not allowed on '/v2/query-catalog-ids'; use POST"
     )
+    assert r.headers == {"Allow": "POST"}
 
 
 def test_a_trailing_slash_and_a_lower_case_method_are_accepted(post: Client) -> None:

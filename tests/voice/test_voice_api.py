@@ -200,7 +200,7 @@ def test_routing_errors(api: VoiceApi) -> None:
     assert api.handle("POST", "/api/v1/nothing", headers=KEY).status == 404
     assert api.handle("POST", "/api/v0.1/score", headers=KEY).status == 404
     r = api.handle("GET", "/api/v1/score", headers=KEY)
-    assert r.status == 405 and r.body["errors"][0]["status"] == 405
+    assert r.status == 405 and r.body["errors"][0]["status"] == 405 and r.headers == {"Allow": "POST"}
 
 
 def _flac(samples: np.ndarray) -> bytes:

@@ -73,8 +73,8 @@ class UpsertEventsRequest(BaseModel):
     events: tuple[PlainEvent, ...]
 
 
-def _error(status: int, message: str) -> ApiResponse:
-    return error_response(status, [message], shape="error")
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> ApiResponse:
+    return error_response(status, [message], shape="error", headers=headers)
 
 
 def _data(data: Any) -> ApiResponse:
@@ -137,7 +137,7 @@ class V2Api:
         if route is None:
             return _error(404, f"no endpoint at path '{path}'")
         if method.upper() != "POST":
-            return _error(405, f"method {method.upper()} is not allowed on '{path}'; use POST")
+            return _error(405, f"method {method.upper()} is not allowed on '{path}'; use POST", {"Allow": "POST"})
         problems = header_problems(headers)
         if problems:
             return _error(400, "; ".join(problems))

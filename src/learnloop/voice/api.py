@@ -47,8 +47,8 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _error(status: int, *details: str) -> ApiResponse:
-    return error_response(status, details, shape="errors")
+def _error(status: int, *details: str, headers: Mapping[str, str] | None = None) -> ApiResponse:
+    return error_response(status, details, shape="errors", headers=headers)
 
 
 class VoiceApi:
@@ -107,7 +107,7 @@ class VoiceApi:
         if route is None:
             return _error(404, f"no resource at {path!r}")
         if str(method).upper() != "POST":
-            return _error(405, f"{method} is not allowed on {clean}; use POST")
+            return _error(405, f"{method} is not allowed on {clean}; use POST", headers={"Allow": "POST"})
         who = self.authenticate(headers)
         if who is None:
             return _error(401, "missing, wrong or expired credentials: send X-API-KEY or Authorization: Bearer <JWT>")
