@@ -387,6 +387,18 @@ def test_difficulty_override_of_a_ref_is_checked_in_0_1(loaded: Client) -> None:
 
 
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
+def test_an_exercise_that_links_itself_as_its_theory_stays_an_exercise(post: Client, engine: Engine) -> None:
+    selfish = item("q1", theory_item_refs=[{"item_id": "q1"}])
+    assert post("/v2/upsert-items", {"items": [selfish, item("q2")]}).body == OK
+    assert post("/v2/upsert-catalog", {**book(), "topics": [topic("a", item_refs=refs("q1", "q2"))]}).body == OK
+    index = engine.catalog_index("book", app="app-1")
+    assert index.is_theory.tolist() == [False, False] and index.theory_refs == {}
+    event = {"type": "attempt", "item_id": "q1", "catalog_id": "book", "timestamp": "2025-01-06T09:00:00Z", "score": 1}
+    assert post("/v2/upsert-events", {"user_id": "u1", "events": [event]}).body == OK
+    status = post("/v2/user-status", {"user_id": "u1", "catalog_id": "book", "filter_list": [{}]})
+    assert status.body["data"]["user_status_list"][0]["progress"] == 0.5  # the attempted exercise counts
+
+
 def test_deleting_an_item_a_catalog_refers_to(loaded: Client, engine: Engine) -> None:
     assert engine.catalog_index("book", app="app-1").item_ids == ("q1", "t1", "q2")
     r = loaded("/v2/delete-items", {"item_ids": ["t1"]})
