@@ -27,8 +27,9 @@ from learnloop.voice.phonemes import PHONES
 
 __all__ = ["Lexicon", "Token", "number_words", "tokenize"]
 
-# letters and digits of any script (a word keeps its accented letters), inner apostrophes
-_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+# words are found on the phrase with each letter (of any script, accents included) written "a" and each
+# ASCII digit "0": runs of letters and digits, with inner apostrophes followed by letters
+_TOKEN = re.compile(r"[a0]+(?:['’]a+)*")
 # letters that Unicode does not decompose into a base letter and marks
 _SPELLED = str.maketrans({"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "đ": "d", "ð": "d", "þ": "th", "ł": "l", "ı": "i"})
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789'")
@@ -61,8 +62,17 @@ def tokenize(phrase: str) -> list[Token]:
     digit of the English alphabet once its accents are dropped (e.g. in
     another script) is left out.
     """
-    tokens = (Token(m.group(), m.start(), m.end() - 1) for m in _TOKEN.finditer(phrase))
+    shape = "".join(_shape(ch) for ch in phrase)
+    tokens = (Token(phrase[m.start() : m.end()], m.start(), m.end() - 1) for m in _TOKEN.finditer(shape))
     return [t for t in tokens if any(ch != "'" for ch in t.key)]
+
+
+def _shape(ch: str) -> str:
+    if ch.isalpha() or unicodedata.category(ch).startswith("M"):
+        return "a"
+    if "0" <= ch <= "9":
+        return "0"
+    return ch if ch in "'’" else " "
 
 
 def number_words(n: int) -> list[str]:
