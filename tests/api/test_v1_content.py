@@ -140,6 +140,12 @@ def test_bulk_put_get_and_delete(call: Client) -> None:
 def test_array_query_parameters_may_be_in_the_path(call: Client) -> None:
     call("PUT", "/v1/assets", {"assets": ASSETS})
     assert call("GET", "/v1/assets?asset_ids=q1&asset_ids=q2").body == {"assets": ASSETS[:2]}
+    # the bracket forms of common clients name the same parameter
+    assert call("GET", "/v1/assets?asset_ids[]=q1&asset_ids[]=q2").body == {"assets": ASSETS[:2]}
+    assert call("GET", "/v1/assets", query={"asset_ids[0]": "q2", "asset_ids[1]": "q1"}).body == {
+        "assets": [ASSETS[1], ASSETS[0]]
+    }
+    assert call("GET", "/v1/assets?ids[]=q1").body == errors(400, "unknown query parameter 'ids[]'")
 
 
 def test_delete_one_asset(call: Client) -> None:
