@@ -530,6 +530,8 @@ def test_request_format_errors(call: Client) -> None:
     assert call("PUT", "/v1/assets/q1", b'{"type": "exercise", "description": "\\ud800"}').body == errors(
         400, "the body holds a lone surrogate escape (e.g. \\ud800), which is not Unicode text"
     )
+    deep = b'{"type": "exercise", "metadata": {"x": ' + b"[" * 500 + b"]" * 500 + b"}}"
+    assert call("PUT", "/v1/assets/q1", deep).body == errors(400, "malformed JSON: nested too deeply")
     assert call("GET", "/v1/assets", query={"asset_ids": "q1", "x": "1"}).body == errors(
         400, "unknown query parameter 'x'"
     )

@@ -528,6 +528,16 @@ DEEP = _deep(100_000)
             "use sys.set_int_max_str_digits() to increase the limit",
         ),
         (b'{"items": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "malformed JSON: nested too deeply"),
+        # deeper than pydantic's parser goes, though not than Python's
+        (b'{"items": ' + b"[" * 500 + b"]" * 500 + b"}", "malformed JSON: nested too deeply"),
+        (
+            b'{"items": [{"item_id": "q1", "display_name": "\\ud800", "scorable": true}]}',
+            "the body holds a lone surrogate escape (e.g. \\ud800), which is not Unicode text",
+        ),
+        (
+            b'{"items": [{"item_id": "q1", "display_name": "\\udc00", "scorable": true}]}',
+            "the body holds a lone surrogate escape (e.g. \\ud800), which is not Unicode text",
+        ),
         ({"items": DEEP}, "body is not JSON-serialisable: nested too deeply"),
     ],
 )
