@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import av
 import jwt
@@ -201,6 +202,26 @@ def test_routing_errors(api: VoiceApi) -> None:
     assert api.handle("POST", "/api/v0.1/score", headers=KEY).status == 404
     r = api.handle("GET", "/api/v1/score", headers=KEY)
     assert r.status == 405 and r.body["errors"][0]["status"] == 405 and r.headers == {"Allow": "POST"}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "detail"),
+    [
+        ({"method": None}, "the method and the path must be strings"),
+        ({"path": 5}, "the method and the path must be strings"),
+        ({"headers": ["x"]}, "headers must be a mapping of names to strings, got list"),
+        ({"headers": {"X-API-KEY": 5}}, "header 'X-API-KEY' must be a string, got int"),
+        ({"form": ["target_phrase"]}, "form must be a mapping of field names to strings, got list"),
+        ({"form": {"target_phrase": 5}}, "form field 'target_phrase' must be a string or a list of strings"),
+        ({"form": {"target_phrase": [5]}}, "form field 'target_phrase' must be a string or a list of strings"),
+        ({"files": ["audio"]}, "files must be a mapping of field names to bytes, got list"),
+        ({"files": {"audio": "RIFF"}}, "file 'audio' must be bytes, got str"),
+    ],
+)
+def test_voice_arguments_outside_the_type_hints_are_400(api: VoiceApi, arguments: dict[str, Any], detail: str) -> None:
+    call: dict[str, Any] = {"method": "POST", "path": "/api/v1/score", "form": form(), "headers": KEY, **arguments}
+    r = api.handle(call.pop("method"), call.pop("path"), **call)
+    assert r.status == 400 and r.body == {"errors": [{"status": 400, "detail": detail}]}
 
 
 def _flac(samples: np.ndarray) -> bytes:
