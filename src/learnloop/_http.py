@@ -15,6 +15,7 @@ __all__ = [
     "ApiResponse",
     "BodyError",
     "check_api_keys",
+    "content_type_problem",
     "decode_json_body",
     "error_response",
     "header",
@@ -117,6 +118,26 @@ def header_problems(headers: object) -> list[str]:
         elif not isinstance(value, str):
             problems.append(f"header {key[:100]!r} must be a string, got {type(value).__name__}")
     return problems
+
+
+def content_type_problem(headers: Mapping[str, str] | None, body: object) -> str | None:
+    """Why a request's ``Content-Type`` is not JSON (``None`` when it is, when absent, or without a body:
+    ``None`` or empty).
+
+    Parameters such as ``charset`` are allowed; the media type is compared case-insensitively.
+
+    >>> content_type_problem({"Content-Type": "application/json; charset=utf-8"}, b"{}") is None
+    True
+    >>> content_type_problem({"Content-Type": "text/plain"}, b"{}")
+    "Content-Type must be application/json, got 'text/plain'"
+    """
+    content_type = header(headers, "Content-Type")
+    empty = isinstance(body, (bytes, bytearray, memoryview, str)) and not len(body)
+    if body is None or empty or content_type is None:
+        return None
+    if content_type.split(";")[0].strip().lower() == "application/json":
+        return None
+    return f"Content-Type must be application/json, got {content_type[:100]!r}"
 
 
 def decode_json_body(

@@ -9,11 +9,11 @@ from typing import Any, TypeVar
 
 import pydantic
 
-from learnloop._http import decode_json_body
+from learnloop._http import BodyError, decode_json_body
 from learnloop._types import IDENTIFIER_PATTERN
 from learnloop.errors import ValidationError
 
-__all__ = ["describe_validation_error", "field_path", "parse", "shown", "validate_json_body"]
+__all__ = ["describe_validation_error", "field_path", "parse", "shown", "unparsed_json", "validate_json_body"]
 
 _M = TypeVar("_M", bound=pydantic.BaseModel)
 
@@ -76,7 +76,11 @@ def describe_validation_error(
     errors, for the engine and every façade; see :func:`field_path` for ``prefix`` and ``skip``;
     ``dialect`` "v1" keeps the v1 façade's wording: pydantic's own messages, and no colon before
     the message of a validator of ours)."""
-    return [_describe(e, prefix, skip, dialect) for e in exc.errors(include_url=False)]
+    errors = exc.errors(include_url=False)
+    # a list whose every element failed is also "too short after validation": its elements say why
+    failed_inside = {tuple(e["loc"][:n]) for e in errors for n in range(len(e["loc"]))}
+    kept = [e for e in errors if not (e["type"] == "too_short" and tuple(e["loc"]) in failed_inside)]
+    return [_describe(e, prefix, skip, dialect) for e in kept]
 
 
 def parse(model: type[_M], value: Any, *, where: str = "") -> _M:
@@ -126,8 +130,11 @@ def validate_json_body(model: type[_M], body: Any) -> _M:
         if raw.strip():
             try:
                 request = model.model_validate_json(raw, strict=True)
-            except pydantic.ValidationError:
+            except pydantic.ValidationError as exc:
                 decode_json_body(raw)  # raises BodyError when the body is no JSON object at all
+                problem = unparsed_json(exc)
+                if problem is not None:
+                    raise BodyError(problem) from None
                 raise
             overlong = _overlong_integer()
             if overlong is not None and overlong.search(raw):
@@ -135,6 +142,23 @@ def validate_json_body(model: type[_M], body: Any) -> _M:
             return request
     decoded, raw = decode_json_body(body)
     return model.model_validate_json(raw if decoded is not None else b"{}", strict=True)
+
+
+def unparsed_json(exc: pydantic.ValidationError) -> str | None:
+    """Why pydantic's JSON parser refused a body that Python's accepts, or None when it did not.
+
+    Its parser is stricter: it refuses a lone surrogate escape (``"\\ud800"``),
+    which is not Unicode text, and nesting deeper than a few hundred levels.
+    """
+    for error in exc.errors(include_url=False):
+        if error["type"] == "json_invalid":
+            message = str(error.get("ctx", {}).get("error", error["msg"]))
+            if "surrogate" in message or "hex escape" in message:  # Python's parser took every other escape
+                return "the body holds a lone surrogate escape (e.g. \\ud800), which is not Unicode text"
+            if "recursion" in message:
+                return "malformed JSON: nested too deeply"
+            return f"malformed JSON: {message}"
+    return None
 
 
 def _overlong_integer() -> re.Pattern[bytes] | None:

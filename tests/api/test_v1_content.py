@@ -140,6 +140,12 @@ def test_bulk_put_get_and_delete(call: Client) -> None:
 def test_array_query_parameters_may_be_in_the_path(call: Client) -> None:
     call("PUT", "/v1/assets", {"assets": ASSETS})
     assert call("GET", "/v1/assets?asset_ids=q1&asset_ids=q2").body == {"assets": ASSETS[:2]}
+    # the bracket forms of common clients name the same parameter
+    assert call("GET", "/v1/assets?asset_ids[]=q1&asset_ids[]=q2").body == {"assets": ASSETS[:2]}
+    assert call("GET", "/v1/assets", query={"asset_ids[0]": "q2", "asset_ids[1]": "q1"}).body == {
+        "assets": [ASSETS[1], ASSETS[0]]
+    }
+    assert call("GET", "/v1/assets?ids[]=q1").body == errors(400, "unknown query parameter 'ids[]'")
 
 
 def test_delete_one_asset(call: Client) -> None:
@@ -364,6 +370,21 @@ def test_an_ordered_view_keeps_its_asset_order_when_it_revisits_a_path(call: Cli
     assert index.item_ids == ("q1", "t1", odd, "q2")
 
 
+def test_a_view_path_thousands_of_segments_deep_is_served(call: Client, engine: Engine) -> None:
+    call("PUT", "/v1/assets", {"assets": ASSETS})
+    deep = "/" + "/".join(["a"] * 2498)  # the root, 2498 nested topics and a leaf for q2: the most a catalog holds
+    body = {"name": "V", "assets": [{"asset_id": "q1", "path": deep}, {"asset_id": "q2", "path": "/a"}]}
+    assert call("PUT", "/v1/views/v", body).status == 200
+    index = engine.catalog_index("v", app="app-1")
+    assert index.item_ids == ("q1", "q2") and len(engine.catalog("v", app="app-1").topics) == 2500
+    assert [a["asset_id"] for a in call("GET", "/v1/views/v").body["assets"]] == ["q1", "q2"]
+    # one segment more is over the topic limit: a 400, not a failure
+    deeper = {"name": "V", "assets": [{"asset_id": "q1", "path": deep + "/a/a"}]}
+    assert call("PUT", "/v1/views/w", deeper).body == errors(
+        400, "limit 'topics per catalog' exceeded (w): 2501 > 2500"
+    )
+
+
 def test_view_rules_are_checked_together(seeded: Client, engine: Engine) -> None:
     before = snapshot(engine)
     body = {
@@ -509,6 +530,8 @@ def test_request_format_errors(call: Client) -> None:
     assert call("PUT", "/v1/assets/q1", b'{"type": "exercise", "description": "\\ud800"}').body == errors(
         400, "the body holds a lone surrogate escape (e.g. \\ud800), which is not Unicode text"
     )
+    deep = b'{"type": "exercise", "metadata": {"x": ' + b"[" * 500 + b"]" * 500 + b"}}"
+    assert call("PUT", "/v1/assets/q1", deep).body == errors(400, "malformed JSON: nested too deeply")
     assert call("GET", "/v1/assets", query={"asset_ids": "q1", "x": "1"}).body == errors(
         400, "unknown query parameter 'x'"
     )

@@ -343,6 +343,12 @@ def test_next_assets_errors(api: V1Api, engine: Engine) -> None:
     assert post(api, "/v1/next-assets", next_body(filter={"asset_types": ["exercise"]})).body == errors(
         400, "invalid request: 'filter.paths' is required"
     )
+    # a list whose only element is wrong is reported by that element, not as an empty list too
+    assert post(api, "/v1/next-assets", next_body(filter={"asset_types": ["video"], "paths": ["c"]})).body == errors(
+        400,
+        "invalid request: 'filter.asset_types[0]': input should be 'exercise' or 'theory', got 'video'",
+        "invalid request: 'filter.paths[0]' a path must start with '/', got 'c'",
+    )
     bad_event = post(
         api,
         "/v1/next-assets",

@@ -387,6 +387,18 @@ def test_difficulty_override_of_a_ref_is_checked_in_0_1(loaded: Client) -> None:
 
 
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])  # PostgreSQL too
+def test_an_exercise_that_links_itself_as_its_theory_stays_an_exercise(post: Client, engine: Engine) -> None:
+    selfish = item("q1", theory_item_refs=[{"item_id": "q1"}])
+    assert post("/v2/upsert-items", {"items": [selfish, item("q2")]}).body == OK
+    assert post("/v2/upsert-catalog", {**book(), "topics": [topic("a", item_refs=refs("q1", "q2"))]}).body == OK
+    index = engine.catalog_index("book", app="app-1")
+    assert index.is_theory.tolist() == [False, False] and index.theory_refs == {}
+    event = {"type": "attempt", "item_id": "q1", "catalog_id": "book", "timestamp": "2025-01-06T09:00:00Z", "score": 1}
+    assert post("/v2/upsert-events", {"user_id": "u1", "events": [event]}).body == OK
+    status = post("/v2/user-status", {"user_id": "u1", "catalog_id": "book", "filter_list": [{}]})
+    assert status.body["data"]["user_status_list"][0]["progress"] == 0.5  # the attempted exercise counts
+
+
 def test_deleting_an_item_a_catalog_refers_to(loaded: Client, engine: Engine) -> None:
     assert engine.catalog_index("book", app="app-1").item_ids == ("q1", "t1", "q2")
     r = loaded("/v2/delete-items", {"item_ids": ["t1"]})
@@ -454,11 +466,26 @@ def test_wrong_method_is_405_before_the_key(post: Client, method: str) -> None:
     assert r.status == 405 and r.body == err(
         405, f"method {method} is not allowed on '/v2/query-catalog-ids'; use POST"
     )
+    assert r.headers == {"Allow": "POST"}
 
 
 def test_a_trailing_slash_and_a_lower_case_method_are_accepted(post: Client) -> None:
     r = post("/v2/query-catalog-ids/", method="post")
     assert r.status == 200 and r.body == {"data": {"catalog_ids": []}}
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])
+def test_a_body_that_is_not_sent_as_json_is_400_and_changes_nothing(api: V2Api, content_type: str) -> None:
+    headers = {"X-API-KEY": "key-1", "Content-Type": content_type}
+    r = api.handle("POST", "/v2/upsert-items", body=json.dumps({"items": [item("q1")]}), headers=headers)
+    assert r.status == 400 and r.body == {
+        "error": {"status": 400, "message": f"Content-Type must be application/json, got {content_type!r}"}
+    }
+    assert item_db(Client(api)) == []
+    # JSON with parameters, in any case, or no Content-Type at all: accepted
+    for sent in ({"Content-Type": "Application/JSON; charset=utf-8"}, {}):
+        r = api.handle("POST", "/v2/upsert-items", body={"items": [item("q1")]}, headers={"X-API-KEY": "key-1", **sent})
+        assert r.body == OK
 
 
 @pytest.mark.parametrize("encode", [lambda b: b, json.dumps, lambda b: json.dumps(b).encode()])
@@ -501,6 +528,16 @@ DEEP = _deep(100_000)
             "use sys.set_int_max_str_digits() to increase the limit",
         ),
         (b'{"items": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "malformed JSON: nested too deeply"),
+        # deeper than pydantic's parser goes, though not than Python's
+        (b'{"items": ' + b"[" * 500 + b"]" * 500 + b"}", "malformed JSON: nested too deeply"),
+        (
+            b'{"items": [{"item_id": "q1", "display_name": "\\ud800", "scorable": true}]}',
+            "the body holds a lone surrogate escape (e.g. \\ud800), which is not Unicode text",
+        ),
+        (
+            b'{"items": [{"item_id": "q1", "display_name": "\\udc00", "scorable": true}]}',
+            "the body holds a lone surrogate escape (e.g. \\ud800), which is not Unicode text",
+        ),
         ({"items": DEEP}, "body is not JSON-serialisable: nested too deeply"),
     ],
 )
@@ -548,6 +585,11 @@ def test_malformed_bodies_are_400(post: Client, body: Any, message: str) -> None
         ),
         ("/v2/upsert-items", {"items": [{"item_id": "q1", "scorable": True}]}, "'items[0].display_name' is required"),
         ("/v2/delete-items", {"item_ids": "q1"}, "'item_ids': input should be a valid array, got 'q1'"),
+        (
+            "/v2/user-status",
+            {"user_id": "u1", "catalog_id": "c1", "filter_list": [{"include_tags": ["a b"]}]},
+            "'filter_list[0].include_tags[0]' must match ^[a-zA-Z0-9_\\-:]{1,128}$, got 'a b'",
+        ),
         ("/v2/query-catalog", {"catalog_id": 5}, "'catalog_id': input should be a valid string, got 5"),
         (
             "/v2/upsert-catalog",

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import av
 import jwt
@@ -121,6 +122,20 @@ def test_syllables_endpoint(api: VoiceApi) -> None:
     assert words[0]["phoneme_scores"][0] == {"phoneme": "HH", "phoneme_ipa": "h"}
 
 
+def test_a_word_with_accented_letters_is_one_word_pronounced_without_its_accents(api: VoiceApi) -> None:
+    phrase = "Naïve café, 你好"
+    r = api.handle("POST", "/api/v1/syllables", form={"target_phrase": phrase}, headers=KEY)
+    assert r.status == 200
+    words = r.body["word_scores"]
+    # the other script has no English pronunciation: it is not a word to score
+    assert [(w["word"], w["indices"]) for w in words] == [
+        ("Naïve", {"start": 0, "end": 4}),
+        ("café", {"start": 6, "end": 9}),
+    ]
+    plain = api.handle("POST", "/api/v1/syllables", form={"target_phrase": "naive cafe"}, headers=KEY)
+    assert [w["phoneme_scores"] for w in words] == [w["phoneme_scores"] for w in plain.body["word_scores"]]
+
+
 def token(private: bytes, **claims: object) -> str:
     payload = {"iss": "issuer-1", "aud": "user-42", "exp": int(time.time()) + 7 * 86400, **claims}
     payload = {k: v for k, v in payload.items() if v is not None}
@@ -186,7 +201,27 @@ def test_routing_errors(api: VoiceApi) -> None:
     assert api.handle("POST", "/api/v1/nothing", headers=KEY).status == 404
     assert api.handle("POST", "/api/v0.1/score", headers=KEY).status == 404
     r = api.handle("GET", "/api/v1/score", headers=KEY)
-    assert r.status == 405 and r.body["errors"][0]["status"] == 405
+    assert r.status == 405 and r.body["errors"][0]["status"] == 405 and r.headers == {"Allow": "POST"}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "detail"),
+    [
+        ({"method": None}, "the method and the path must be strings"),
+        ({"path": 5}, "the method and the path must be strings"),
+        ({"headers": ["x"]}, "headers must be a mapping of names to strings, got list"),
+        ({"headers": {"X-API-KEY": 5}}, "header 'X-API-KEY' must be a string, got int"),
+        ({"form": ["target_phrase"]}, "form must be a mapping of field names to strings, got list"),
+        ({"form": {"target_phrase": 5}}, "form field 'target_phrase' must be a string or a list of strings"),
+        ({"form": {"target_phrase": [5]}}, "form field 'target_phrase' must be a string or a list of strings"),
+        ({"files": ["audio"]}, "files must be a mapping of field names to bytes, got list"),
+        ({"files": {"audio": "RIFF"}}, "file 'audio' must be bytes, got str"),
+    ],
+)
+def test_voice_arguments_outside_the_type_hints_are_400(api: VoiceApi, arguments: dict[str, Any], detail: str) -> None:
+    call: dict[str, Any] = {"method": "POST", "path": "/api/v1/score", "form": form(), "headers": KEY, **arguments}
+    r = api.handle(call.pop("method"), call.pop("path"), **call)
+    assert r.status == 400 and r.body == {"errors": [{"status": 400, "detail": detail}]}
 
 
 def _flac(samples: np.ndarray) -> bytes:

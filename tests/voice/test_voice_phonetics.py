@@ -103,6 +103,16 @@ def test_tokens_and_numbers() -> None:
         ("2", 14, 14),
         ("go", 16, 17),
     ]
+    accented = tokenize("Zoë’s résumé, straße cafe\u0301 x² 1'2 你好")
+    assert [(t.text, t.start, t.end, t.key) for t in accented] == [
+        ("Zoë’s", 0, 4, "zoe's"),
+        ("résumé", 6, 11, "resume"),
+        ("straße", 14, 19, "strasse"),
+        ("cafe\u0301", 21, 25, "cafe"),
+        ("x", 27, 27, "x"),
+        ("1", 30, 30, "1"),
+        ("2", 32, 32, "2"),
+    ]
     assert number_words(0) == ["zero"]
     assert number_words(115) == ["one", "hundred", "fifteen"]
     assert number_words(2_000_001) == ["two", "million", "one"]

@@ -201,30 +201,45 @@ def _build_tree(assets: Sequence[Mapping[str, Any]], *, ordered: bool) -> PathNo
     return root
 
 
-def _topics(node: PathNode, name: str) -> list[Topic]:
+def _topics(root: PathNode, name: str) -> list[Topic]:
+    """The topics of a path tree, depth-first (a loop, not recursion: a path may be thousands of segments deep)."""
+
     def refs(group: Any) -> tuple[TopicItemRef, ...]:
         return tuple(TopicItemRef(item_id=i, difficulty=d) for i, d in group)
 
-    if len(node.entries) == 1 and node.entries[0][0] == "items":
-        return [Topic(topic_id=node.topic_id, display_name=name, item_refs=refs(node.entries[0][1]))]
-    children: list[str] = []
-    below: list[Topic] = []
-    groups = 0
-    for kind, entry in node.entries:
-        if kind == "items":
-            leaf = f"{node.topic_id}::i{groups}"
-            groups += 1
-            children.append(leaf)
-            below.append(Topic(topic_id=leaf, display_name=name, item_refs=refs(entry)))
-        else:
-            children.append(entry.topic_id)
-            below.extend(_topics(entry, entry.segments[-1]))
-    topic = Topic(
-        topic_id=node.topic_id,
-        display_name=name,
-        child_topic_refs=tuple(TopicRef(topic_id=c) for c in children) or None,
-    )
-    return [topic, *below]
+    out: list[Topic] = []
+    # what is still to write, the next one last: a topic made already, or a node and its name
+    pending: list[Topic | tuple[PathNode, str]] = [(root, name)]
+    while pending:
+        top = pending.pop()
+        if isinstance(top, Topic):
+            out.append(top)
+            continue
+        node, name = top
+        if len(node.entries) == 1 and node.entries[0][0] == "items":
+            out.append(Topic(topic_id=node.topic_id, display_name=name, item_refs=refs(node.entries[0][1])))
+            continue
+        children: list[str] = []
+        below: list[Topic | tuple[PathNode, str]] = []
+        groups = 0
+        for kind, entry in node.entries:
+            if kind == "items":
+                leaf = f"{node.topic_id}::i{groups}"
+                groups += 1
+                children.append(leaf)
+                below.append(Topic(topic_id=leaf, display_name=name, item_refs=refs(entry)))
+            else:
+                children.append(entry.topic_id)
+                below.append((entry, entry.segments[-1]))
+        out.append(
+            Topic(
+                topic_id=node.topic_id,
+                display_name=name,
+                child_topic_refs=tuple(TopicRef(topic_id=c) for c in children) or None,
+            )
+        )
+        pending.extend(reversed(below))
+    return out
 
 
 def view_to_catalog(view: Mapping[str, Any]) -> Catalog:

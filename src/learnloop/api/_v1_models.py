@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from learnloop._validation import describe_validation_error
+from learnloop._validation import describe_validation_error, unparsed_json
 from learnloop._validation import shown as _shown
 from learnloop.api._v1_mapping import path_problem
 from learnloop.events import TimeSpentMs, parse_timestamp
@@ -258,6 +258,9 @@ def parse(model: Any, raw: bytes) -> Any:
     try:
         return model.model_validate_json(raw, strict=True)
     except pydantic.ValidationError as exc:
+        problem = unparsed_json(exc)
+        if problem is not None:
+            raise Fail(400, problem) from None
         raise Fail(400, ["invalid request: " + p for p in describe(exc)]) from None
 
 

@@ -11,6 +11,7 @@ follow the contract (``None`` for "200, empty body"); every failure is
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,7 @@ from learnloop._http import (
     ApiResponse,
     BodyError,
     check_api_keys,
+    content_type_problem,
     decode_json_body,
     error_response,
     header,
@@ -64,6 +66,9 @@ _METHODS: dict[str, tuple[str, ...]] = {
     "user-filter-status": ("POST",),
     "user-status": ("GET",),
 }
+# array query parameters: also taken as name[] and name[<index>] (the bracket forms of common clients)
+_ARRAYS = frozenset({"asset_ids", "view_paths"})
+_BRACKETS = re.compile(r"(?P<name>[a-z_]+)\[[0-9]*\]")
 _QUERY: dict[tuple[str, str], frozenset[str]] = {
     ("assets", "GET"): frozenset({"asset_ids"}),
     ("assets", "DELETE"): frozenset({"asset_ids"}),
@@ -253,6 +258,10 @@ class V1Api:
             merged.setdefault(str(name), []).extend(values)
         if wrong:
             raise Fail(400, wrong)
+        for name in list(merged):
+            bracketed = _BRACKETS.fullmatch(name)
+            if bracketed is not None and bracketed["name"] in _ARRAYS & known:
+                merged.setdefault(bracketed["name"], []).extend(merged.pop(name))
         unknown = [n for n in merged if n not in known]
         if unknown:
             raise Fail(400, [f"unknown query parameter '{n[:100]}'" for n in unknown])
@@ -282,10 +291,9 @@ class V1Api:
                 if size > limit:
                     raise Fail(400, f"the request body is {size} bytes; the limit is {limit} bytes (16 KB)")
             return None, b""
-        content_type = header(headers, "Content-Type")
-        media_type = None if content_type is None else content_type.split(";")[0].strip().lower()
-        if body is not None and media_type is not None and media_type != "application/json":
-            raise Fail(400, f"Content-Type must be application/json, got {(content_type or '')[:100]!r}")
+        problem = content_type_problem(headers, body)
+        if problem is not None:
+            raise Fail(400, problem)
         try:
             decoded, raw = decode_json_body(body)
         except BodyError as exc:

@@ -17,6 +17,7 @@ from learnloop._http import (
     ApiResponse,
     BodyError,
     check_api_keys,
+    content_type_problem,
     error_response,
     header_problems,
     resolve_api_key,
@@ -72,8 +73,8 @@ class UpsertEventsRequest(BaseModel):
     events: tuple[PlainEvent, ...]
 
 
-def _error(status: int, message: str) -> ApiResponse:
-    return error_response(status, [message], shape="error")
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> ApiResponse:
+    return error_response(status, [message], shape="error", headers=headers)
 
 
 def _data(data: Any) -> ApiResponse:
@@ -136,13 +137,16 @@ class V2Api:
         if route is None:
             return _error(404, f"no endpoint at path '{path}'")
         if method.upper() != "POST":
-            return _error(405, f"method {method.upper()} is not allowed on '{path}'; use POST")
+            return _error(405, f"method {method.upper()} is not allowed on '{path}'; use POST", {"Allow": "POST"})
         problems = header_problems(headers)
         if problems:
             return _error(400, "; ".join(problems))
         app = resolve_api_key(self.api_keys, headers)
         if app is None:
             return _error(401, "missing or wrong X-API-KEY header")
+        problem = content_type_problem(headers, body)
+        if problem is not None:
+            return _error(400, problem)
         model, handler = route
         try:
             request = validate_json_body(model, body)

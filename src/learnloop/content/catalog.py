@@ -338,7 +338,10 @@ def compile_catalog(catalog: Catalog, items: Mapping[str, Item]) -> CatalogIndex
     """
     by_id = {t.topic_id: t for t in catalog.topics}
     has_parent = {ref.topic_id for t in catalog.topics for ref in t.child_topic_refs or ()}
-    theory_targets = {ref.item_id for item in items.values() for ref in item.theory_item_refs or ()}
+    # an item that links itself is not made theory by that link (nor its own theory after a failure)
+    theory_targets = {
+        ref.item_id for item in items.values() for ref in item.theory_item_refs or () if ref.item_id != item.item_id
+    }
 
     topic_index: dict[str, int] = {}
     parent_of: list[int] = []
@@ -407,9 +410,9 @@ def compile_catalog(catalog: Catalog, items: Mapping[str, Item]) -> CatalogIndex
             edges.append((topic_index[pre.topic_id], topic_index[topic.topic_id]))
 
     theory_refs = {
-        item_id: tuple(ref.item_id for ref in items[item_id].theory_item_refs or ())
+        item_id: refs
         for item_id in item_groups
-        if items[item_id].theory_item_refs
+        if (refs := tuple(r.item_id for r in items[item_id].theory_item_refs or () if r.item_id != item_id))
     }
     return CatalogIndex(
         catalog=catalog,

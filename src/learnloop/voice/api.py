@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from learnloop._http import ApiResponse, check_api_keys, error_response, header, resolve_api_key
+from learnloop._http import ApiResponse, check_api_keys, error_response, header, header_problems, resolve_api_key
 from learnloop.errors import ValidationError
 from learnloop.voice.audio import AUDIO_FORMATS
 from learnloop.voice.scorer import PronunciationScorer
@@ -47,8 +47,29 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _error(status: int, *details: str) -> ApiResponse:
-    return error_response(status, details, shape="errors")
+def _error(status: int, *details: str, headers: Mapping[str, str] | None = None) -> ApiResponse:
+    return error_response(status, details, shape="errors", headers=headers)
+
+
+def _argument_problems(form: object, files: object) -> list[str]:
+    """What of ``form`` and ``files`` lies outside ``handle``'s type hints (one line per problem)."""
+    problems = []
+    if form is not None and not isinstance(form, Mapping):
+        problems.append(f"form must be a mapping of field names to strings, got {type(form).__name__}")
+    elif form:
+        for name, value in form.items():
+            values = [value] if isinstance(value, (str, bytes)) else value
+            if not isinstance(values, (list, tuple)) or not all(isinstance(v, (str, bytes)) for v in values):
+                problems.append(f"form field {str(name)[:100]!r} must be a string or a list of strings")
+    if files is not None and not isinstance(files, Mapping):
+        problems.append(f"files must be a mapping of field names to bytes, got {type(files).__name__}")
+    elif files:
+        problems += [
+            f"file {str(name)[:100]!r} must be bytes, got {type(data).__name__}"
+            for name, data in files.items()
+            if not isinstance(data, (bytes, bytearray, memoryview))
+        ]
+    return problems
 
 
 class VoiceApi:
@@ -102,18 +123,26 @@ class VoiceApi:
         files: Mapping[str, bytes] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> ApiResponse:
-        clean = (path or "").split("?", 1)[0].rstrip("/")
+        if not isinstance(method, str) or not isinstance(path, str):
+            return _error(400, "the method and the path must be strings")
+        clean = path.split("?", 1)[0].rstrip("/")
         route = _ROUTES.get(clean[len(_PREFIX) :]) if clean.startswith(_PREFIX + "/") else None
         if route is None:
             return _error(404, f"no resource at {path!r}")
         if str(method).upper() != "POST":
-            return _error(405, f"{method} is not allowed on {clean}; use POST")
+            return _error(405, f"{method} is not allowed on {clean}; use POST", headers={"Allow": "POST"})
+        problems = header_problems(headers)
+        if problems:
+            return _error(400, *problems)
         who = self.authenticate(headers)
         if who is None:
             return _error(401, "missing, wrong or expired credentials: send X-API-KEY or Authorization: Bearer <JWT>")
         expiry = self._key_expiry(headers)
         if expiry is not None and self.clock() >= expiry:
             return _error(402, f"the API key expired at {expiry.isoformat()}")
+        problems = _argument_problems(form, files)
+        if problems:
+            return _error(400, *problems)
         try:
             return getattr(self, f"_{route}")(form or {}, files or {})
         except ValidationError as exc:

@@ -7,6 +7,8 @@ The dictionary is the CMU pronouncing dictionary shipped with the en-us model
 
 >>> [t.text for t in tokenize("Hello, world! It's 7.")]
 ['Hello', 'world', "It's", '7']
+>>> [(t.text, t.key) for t in tokenize("Café, naïve!")]
+[('Café', 'cafe'), ('naïve', 'naive')]
 >>> t = tokenize("Hello, world!")[1]
 >>> (t.start, t.end, t.key)
 (7, 11, 'world')
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +27,12 @@ from learnloop.voice.phonemes import PHONES
 
 __all__ = ["Lexicon", "Token", "number_words", "tokenize"]
 
-_TOKEN = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)*")
+# words are found on the phrase with each letter (of any script, accents included) written "a" and each
+# ASCII digit "0": runs of letters and digits, with inner apostrophes followed by letters
+_TOKEN = re.compile(r"[a0]+(?:['’]a+)*")
+# letters that Unicode does not decompose into a base letter and marks
+_SPELLED = str.maketrans({"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "đ": "d", "ð": "d", "þ": "th", "ł": "l", "ı": "i"})
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789'")
 _ONES = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen "
     "fourteen fifteen sixteen seventeen eighteen nineteen"
@@ -42,12 +50,29 @@ class Token:
 
     @property
     def key(self) -> str:
-        return self.text.lower().replace("’", "'")
+        """The word in lower-case ASCII, accents dropped (``Café`` -> ``cafe``), to look up and pronounce."""
+        folded = unicodedata.normalize("NFKD", self.text.lower().replace("’", "'").translate(_SPELLED))
+        return "".join(ch for ch in folded if ch in _KEY_CHARS)
 
 
 def tokenize(phrase: str) -> list[Token]:
-    """Split a phrase into words (letters, digits and inner apostrophes)."""
-    return [Token(m.group(), m.start(), m.end() - 1) for m in _TOKEN.finditer(phrase)]
+    """Split a phrase into words (letters, digits and inner apostrophes).
+
+    A word is kept whole with its accented letters; one with no letter or
+    digit of the English alphabet once its accents are dropped (e.g. in
+    another script) is left out.
+    """
+    shape = "".join(_shape(ch) for ch in phrase)
+    tokens = (Token(phrase[m.start() : m.end()], m.start(), m.end() - 1) for m in _TOKEN.finditer(shape))
+    return [t for t in tokens if any(ch != "'" for ch in t.key)]
+
+
+def _shape(ch: str) -> str:
+    if ch.isalpha() or unicodedata.category(ch).startswith("M"):
+        return "a"
+    if "0" <= ch <= "9":
+        return "0"
+    return ch if ch in "'’" else " "
 
 
 def number_words(n: int) -> list[str]:
