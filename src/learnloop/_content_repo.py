@@ -100,8 +100,9 @@ class ContentRepository:
     def upsert_items(self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP) -> None:
         parsed = self._items(items)
         with self.store.atomic():
-            existing = {k[0] for k in self.store.keys("items", app)}
-            total = len(existing) + sum(1 for i in parsed if i.item_id not in existing)
+            # (the ids of one upload are distinct)
+            new = len(parsed) - len(self._existing(app, [i.item_id for i in parsed]))
+            total = self.store.count("items", app) + new
             if total > self.limits.max_items:
                 raise LimitExceededError("items in the item database", total, self.limits.max_items)
             self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
@@ -124,6 +125,11 @@ class ContentRepository:
             if deleted:
                 self.bump_version(app)
         return [k[0] for k in deleted]
+
+    def _existing(self, app: str, item_ids: Iterable[str]) -> set[str]:
+        """Which of ``item_ids`` the item database holds (read by key: the cost follows the ids
+        asked about, not the size of the database)."""
+        return {k[0] for k in self.store.get_many("items", app, [(i,) for i in item_ids])}
 
     def item_database(self, *, app: str = DEFAULT_APP) -> list[Item]:
         return [Item.model_validate(doc) for _, doc in self.store.scan("items", app)]
@@ -156,7 +162,7 @@ class ContentRepository:
                 "topic item refs per catalog", cat.item_ref_count, limits.max_topic_item_refs, cat.catalog_id
             )
         with self.store.atomic():
-            known = {k[0] for k in self.store.keys("items", app)}
+            known = self._existing(app, {ref.item_id for topic in cat.topics for ref in topic.item_refs or ()})
             problems = validate_catalog(cat, known)
             if problems:
                 raise ValidationError([f"catalog '{cat.catalog_id}': {p}" for p in problems])
