@@ -53,6 +53,22 @@ def _filter_key(flt: Filter | None) -> str:
 
 #: filter keys remembered by the filter's identity (a filter is a frozen model: its key never changes)
 _FILTER_KEYS = 1024
+#: bytes of the compiled catalogs kept, and of their learner models (the catalogs used last are kept)
+INDEX_CACHE_BYTES = 256 * 2**20
+MODEL_CACHE_BYTES = 64 * 2**20
+#: catalogs whose stored answer echo is kept
+_ECHOES = 64
+
+
+def _index_nbytes(index: CatalogIndex) -> int:
+    """About the bytes a compiled catalog holds (measured: ~1 KB an item, ~2 KB a topic, its
+    arrays, graphs and maps together)."""
+    return 1000 * index.n_items + 2500 * len(index.topic_ids) + 4096
+
+
+def _model_nbytes(index: CatalogIndex) -> int:
+    """About the bytes of a catalog's learner model beside its compiled catalog."""
+    return 150 * index.n_items + 800 * len(index.topic_ids) + 4096
 
 
 class _Referred:
@@ -76,15 +92,22 @@ class ContentRepository:
         self.store = store
         self.limits = limits
         self.learner_options = learner_options
-        self._cache_lock = threading.Lock()  # a leaf: guards the caches only
-        # (app, catalog_id) -> (content version, compiled index, the items it refers to)
-        self._indexes: dict[tuple[str, str], tuple[int, CatalogIndex, _Referred]] = {}
-        self._models: dict[tuple[str, str], tuple[Any, int, CatalogModel]] = {}
+        self._cache_lock = threading.Lock()  # taken to read and then write a cache entry (before the caches' own)
+        # (app, catalog_id) -> (content version, compiled index, the items it refers to); the compiled
+        # forms of the catalogs used last, within a bound in bytes (compiled again when next used; one
+        # catalog larger than the bound is kept alone)
+        self._indexes: LRUCache[tuple[str, str], tuple[int, CatalogIndex, _Referred]] = LRUCache(
+            max_bytes=INDEX_CACHE_BYTES, sizeof=lambda entry: min(_index_nbytes(entry[1]), self._indexes.max_bytes or 0)
+        )
+        self._models: LRUCache[tuple[str, str], tuple[Any, int, CatalogModel]] = LRUCache(
+            max_bytes=MODEL_CACHE_BYTES,
+            sizeof=lambda entry: min(_model_nbytes(entry[2].index), self._models.max_bytes or 0),
+        )
         self._masks: LRUCache[tuple[str, str, str, str], BoolArray] = LRUCache(max_items=1024)
         # id(filter) -> (the filter, its key in _masks)
         self._filter_keys: dict[int, tuple[Filter, str]] = {}
         # (app, catalog_id) -> (the catalog model it was read for, the stored answer echo or None)
-        self._echoes: dict[tuple[str, str], tuple[CatalogModel, Echo | None]] = {}
+        self._echoes: LRUCache[tuple[str, str], tuple[CatalogModel, Echo | None]] = LRUCache(max_items=_ECHOES)
 
     def clear_caches(self) -> None:
         """Drop every compiled form (after a rolled-back transaction)."""
@@ -225,8 +248,7 @@ class ContentRepository:
 
     def _index(self, catalog_id: str, app: str, version: int) -> CatalogIndex:
         """The compiled catalog as of content ``version`` (read by the caller, first)."""
-        with self._cache_lock:
-            cached = self._indexes.get((app, catalog_id))
+        cached = self._indexes.get((app, catalog_id))
         if cached is not None and cached[0] == version:
             return cached[1]
         if cached is not None and cached[0] < version:
@@ -247,7 +269,7 @@ class ContentRepository:
         with self._cache_lock:
             current = self._indexes.get((app, catalog_id))
             if current is None or current[0] <= version:
-                self._indexes[(app, catalog_id)] = (version, index, referred)
+                self._indexes.put((app, catalog_id), (version, index, referred))
 
     def filter_mask(
         self, catalog_id: str, flt: Filter | Mapping[str, Any] | None, *, app: str = DEFAULT_APP
@@ -258,8 +280,7 @@ class ContentRepository:
     def catalog_model(self, catalog_id: str, *, app: str = "default") -> CatalogModel:
         version = self.version(app)
         index = self._index(catalog_id, app, version)
-        with self._cache_lock:
-            cached = self._models.get((app, catalog_id))
+        cached = self._models.get((app, catalog_id))
         if cached is not None and cached[0] is index:  # (a write touching the catalog compiles it again)
             return cached[2]
         doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
@@ -268,23 +289,20 @@ class ContentRepository:
         rates = None if stored is None else stored.get("topics")  # per-topic learning rates and novelty
         options = with_topic_rates(self.learner_options_for(catalog_id, app=app), index.topic_ids, rates)
         model = CatalogModel.build(index, calibration=calibration, **options)
-        with self._cache_lock:
-            self._models[(app, catalog_id)] = (index, version, model)
+        self._models.put((app, catalog_id), (index, version, model))
         return model
 
     def echo_for(self, catalog_id: str, *, app: str = "default") -> tuple[CatalogModel, Echo | None]:
         """The catalog's model and the answer echo stored with its calibration
         (``Engine.calibrate(..., echo=True)``), None without one."""
         model = self.catalog_model(catalog_id, app=app)
-        with self._cache_lock:
-            cached = self._echoes.get((app, catalog_id))
+        cached = self._echoes.get((app, catalog_id))
         if cached is not None and cached[0] is model:
             return cached
         doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
         stored = None if doc is None else json_doc(doc).get("echo")
         echo = None if stored is None else Echo.from_doc(stored, model.index.topic_ids)
-        with self._cache_lock:
-            self._echoes[(app, catalog_id)] = (model, echo)
+        self._echoes.put((app, catalog_id), (model, echo))
         return model, echo
 
     def learner_options_for(self, catalog_id: str, *, app: str = DEFAULT_APP) -> LearnerOptions:

@@ -161,3 +161,39 @@ def test_the_cached_catalogs_are_those_compiled_from_scratch(ops: list[tuple[str
                 engine.catalog_index(catalog_id)
             continue
         _same(engine.catalog_index(catalog_id), expected)
+
+
+def test_the_compiled_catalogs_kept_stay_within_their_bound(
+    compiled: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = Engine(seed=1)
+    engine.upsert_items([_item(f"a{k}") for k in range(20)])
+    catalogs = [f"c{n}" for n in range(40)]
+    for catalog_id in catalogs:
+        engine.upsert_catalog(_catalog(catalog_id, [f"a{(k + len(catalog_id)) % 20}" for k in range(5)]))
+    one = content_repo._index_nbytes(engine.catalog_index("c0"))
+    repo = engine._content
+    for cache in (repo._indexes, repo._models):
+        cache.max_bytes = 10 * one  # (room for about ten catalogs and their models)
+    repo.clear_caches()
+    compiled.clear()
+    for catalog_id in catalogs:
+        engine.catalog_model(catalog_id)
+    assert len(repo._indexes) <= 10 and repo._indexes.nbytes <= 10 * one and len(repo._models) <= 40
+    assert compiled == catalogs
+    engine.catalog_model("c39")  # the latest are kept, the first compiled again when next used
+    again = engine.catalog_model("c0")
+    assert compiled == [*catalogs, "c0"]
+    _same(again.index, Engine(seed=1, store=engine.store).catalog_index("c0"))
+
+
+def test_a_catalog_larger_than_the_bound_is_kept_alone(compiled: list[str]) -> None:
+    engine = Engine(seed=1)
+    _setup(engine)
+    repo = engine._content
+    repo._indexes.max_bytes = repo._models.max_bytes = 10
+    for _ in range(3):
+        engine.catalog_model("ca")
+    engine.catalog_model("cb")
+    engine.catalog_model("cb")
+    assert compiled == ["ca", "cb"] and len(repo._indexes) == 1
