@@ -3,7 +3,9 @@
 Part of the :class:`~learnloop.engine.Engine` (which owns one and takes the
 locks); every write validates first, then applies all of it in one store
 transaction. Compiled catalogs, learner models and filter masks are cached
-until the application's content version changes.
+until the application's content version changes, and a compiled catalog is
+kept when the writes since touched none of its items (see
+:mod:`learnloop._content_changes`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from learnloop._content_changes import CHANGES_KEY, logged, touched, untouched
 from learnloop._lru import LRUCache
 from learnloop._options import LearnerOptions, with_topic_rates
 from learnloop._tracking import CatalogModel
@@ -50,6 +53,36 @@ def _filter_key(flt: Filter | None) -> str:
 
 #: filter keys remembered by the filter's identity (a filter is a frozen model: its key never changes)
 _FILTER_KEYS = 1024
+#: bytes of the compiled catalogs kept, and of their learner models (the catalogs used last are kept)
+INDEX_CACHE_BYTES = 256 * 2**20
+MODEL_CACHE_BYTES = 64 * 2**20
+#: catalogs whose stored answer echo is kept
+_ECHOES = 64
+
+
+def _index_nbytes(index: CatalogIndex) -> int:
+    """About the bytes a compiled catalog holds (measured: ~1 KB an item, ~2 KB a topic, its
+    arrays, graphs and maps together)."""
+    return 1000 * index.n_items + 2500 * len(index.topic_ids) + 4096
+
+
+def _model_nbytes(index: CatalogIndex) -> int:
+    """About the bytes of a catalog's learner model beside its compiled catalog."""
+    return 150 * index.n_items + 800 * len(index.topic_ids) + 4096
+
+
+class _Referred:
+    """The item ids a catalog refers to: those of its compiled index, and those it refers to that
+    the item database did not hold (usually none)."""
+
+    __slots__ = ("_missing", "_positions")
+
+    def __init__(self, index: CatalogIndex, ids: set[str]) -> None:
+        self._positions = index.item_positions
+        self._missing = frozenset(ids.difference(self._positions))
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._positions or item_id in self._missing
 
 
 class ContentRepository:
@@ -59,15 +92,22 @@ class ContentRepository:
         self.store = store
         self.limits = limits
         self.learner_options = learner_options
-        self._cache_lock = threading.Lock()  # a leaf: guards the caches only
-        # (app, catalog_id) -> (content version, compiled index)
-        self._indexes: dict[tuple[str, str], tuple[int, CatalogIndex]] = {}
-        self._models: dict[tuple[str, str], tuple[Any, int, CatalogModel]] = {}
+        self._cache_lock = threading.Lock()  # taken to read and then write a cache entry (before the caches' own)
+        # (app, catalog_id) -> (content version, compiled index, the items it refers to); the compiled
+        # forms of the catalogs used last, within a bound in bytes (compiled again when next used; one
+        # catalog larger than the bound is kept alone)
+        self._indexes: LRUCache[tuple[str, str], tuple[int, CatalogIndex, _Referred]] = LRUCache(
+            max_bytes=INDEX_CACHE_BYTES, sizeof=lambda entry: min(_index_nbytes(entry[1]), self._indexes.max_bytes or 0)
+        )
+        self._models: LRUCache[tuple[str, str], tuple[Any, int, CatalogModel]] = LRUCache(
+            max_bytes=MODEL_CACHE_BYTES,
+            sizeof=lambda entry: min(_model_nbytes(entry[2].index), self._models.max_bytes or 0),
+        )
         self._masks: LRUCache[tuple[str, str, str, str], BoolArray] = LRUCache(max_items=1024)
         # id(filter) -> (the filter, its key in _masks)
         self._filter_keys: dict[int, tuple[Filter, str]] = {}
         # (app, catalog_id) -> (the catalog model it was read for, the stored answer echo or None)
-        self._echoes: dict[tuple[str, str], tuple[CatalogModel, Echo | None]] = {}
+        self._echoes: LRUCache[tuple[str, str], tuple[CatalogModel, Echo | None]] = LRUCache(max_items=_ECHOES)
 
     def clear_caches(self) -> None:
         """Drop every compiled form (after a rolled-back transaction)."""
@@ -83,7 +123,23 @@ class ContentRepository:
         return 0 if doc is None else int(json_doc(doc)["v"])
 
     def bump_version(self, app: str) -> None:
-        self.store.put_many("meta", app, [(("content_version",), {"v": self.version(app) + 1})])
+        """A content write: the next content version, listed as touching anything."""
+        self._bump(app, None)
+
+    def bump_version_for(self, app: str, names: Iterable[str]) -> None:
+        """:meth:`bump_version` for a write that touched ``names`` only (see
+        :func:`~learnloop._content_changes.touched`)."""
+        self.bump_version(app)
+        self._bump(app, list(names), again=True)
+
+    def _bump(self, app: str, names: list[str] | None, *, again: bool = False) -> None:
+        """The next content version listed as touching ``names`` (``again``: the version just
+        bumped listed anew)."""
+        version = self.version(app) + (0 if again else 1)
+        changes = self.store.get("meta", app, CHANGES_KEY)
+        changed = logged(None if changes is None else json_doc(changes), version, names)
+        rows = [(CHANGES_KEY, changed)] if again else [(("content_version",), {"v": version}), (CHANGES_KEY, changed)]
+        self.store.put_many("meta", app, rows)
 
     # -- items -------------------------------------------------------------------
     @staticmethod
@@ -100,12 +156,13 @@ class ContentRepository:
     def upsert_items(self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP) -> None:
         parsed = self._items(items)
         with self.store.atomic():
-            existing = {k[0] for k in self.store.keys("items", app)}
-            total = len(existing) + sum(1 for i in parsed if i.item_id not in existing)
+            # (the ids of one upload are distinct)
+            new = len(parsed) - len(self._existing(app, [i.item_id for i in parsed]))
+            total = self.store.count("items", app) + new
             if total > self.limits.max_items:
                 raise LimitExceededError("items in the item database", total, self.limits.max_items)
             self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
-            self.bump_version(app)
+            self.bump_version_for(app, touched(items=[i.item_id for i in parsed]))
 
     def replace_item_database(self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP) -> None:
         parsed = self._items(items)
@@ -116,14 +173,19 @@ class ContentRepository:
             stale = [k for k in self.store.keys("items", app) if k[0] not in keep]
             self.store.delete_many("items", app, stale)
             self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
-            self.bump_version(app)
+            self.bump_version_for(app, touched(items=[*(k[0] for k in stale), *keep]))
 
     def delete_items(self, item_ids: Iterable[str], *, app: str = DEFAULT_APP) -> list[str]:
         with self.store.atomic():
             deleted = self.store.delete_many("items", app, [(i,) for i in dict.fromkeys(item_ids)])
             if deleted:
-                self.bump_version(app)
+                self.bump_version_for(app, touched(items=[k[0] for k in deleted]))
         return [k[0] for k in deleted]
+
+    def _existing(self, app: str, item_ids: Iterable[str]) -> set[str]:
+        """Which of ``item_ids`` the item database holds (read by key: the cost follows the ids
+        asked about, not the size of the database)."""
+        return {k[0] for k in self.store.get_many("items", app, [(i,) for i in item_ids])}
 
     def item_database(self, *, app: str = DEFAULT_APP) -> list[Item]:
         return [Item.model_validate(doc) for _, doc in self.store.scan("items", app)]
@@ -156,7 +218,7 @@ class ContentRepository:
                 "topic item refs per catalog", cat.item_ref_count, limits.max_topic_item_refs, cat.catalog_id
             )
         with self.store.atomic():
-            known = {k[0] for k in self.store.keys("items", app)}
+            known = self._existing(app, {ref.item_id for topic in cat.topics for ref in topic.item_refs or ()})
             problems = validate_catalog(cat, known)
             if problems:
                 raise ValidationError([f"catalog '{cat.catalog_id}': {p}" for p in problems])
@@ -164,7 +226,7 @@ class ContentRepository:
             if not exists and self.store.count("catalogs", app) >= limits.max_catalogs:
                 raise LimitExceededError("catalogs", self.store.count("catalogs", app) + 1, limits.max_catalogs)
             self.store.put_many("catalogs", app, [((cat.catalog_id,), _dump(cat))])
-            self.bump_version(app)
+            self.bump_version_for(app, touched(catalogs=[cat.catalog_id]))
 
     def catalog(self, catalog_id: str, *, app: str = DEFAULT_APP) -> Catalog:
         doc = self.store.get("catalogs", app, (catalog_id,))
@@ -179,26 +241,35 @@ class ContentRepository:
         with self.store.atomic():
             if not self.store.delete_many("catalogs", app, [(catalog_id,)]):
                 raise NotFoundError("catalog", catalog_id)
-            self.bump_version(app)
+            self.bump_version_for(app, touched(catalogs=[catalog_id]))
 
     def catalog_index(self, catalog_id: str, *, app: str = DEFAULT_APP) -> CatalogIndex:
         return self._index(catalog_id, app, self.version(app))
 
     def _index(self, catalog_id: str, app: str, version: int) -> CatalogIndex:
         """The compiled catalog as of content ``version`` (read by the caller, first)."""
-        with self._cache_lock:
-            cached = self._indexes.get((app, catalog_id))
+        cached = self._indexes.get((app, catalog_id))
         if cached is not None and cached[0] == version:
             return cached[1]
+        if cached is not None and cached[0] < version:
+            changes = self.store.get("meta", app, CHANGES_KEY)
+            if untouched(None if changes is None else json_doc(changes), cached[0], version, catalog_id, cached[2]):
+                # the writes since touched neither the catalog nor its items: it is current
+                index, referred = cached[1], cached[2]
+                self._keep(app, catalog_id, version, index, referred)
+                return index
         # compiled outside the lock: the version was read first, so the content is at least as new
         cat = self.catalog(catalog_id, app=app)
         ids = {ref.item_id for t in cat.topics for ref in t.item_refs or ()}
         index = compile_catalog(cat, self.get_items(ids, app=app))
+        self._keep(app, catalog_id, version, index, _Referred(index, ids))
+        return index
+
+    def _keep(self, app: str, catalog_id: str, version: int, index: CatalogIndex, referred: _Referred) -> None:
         with self._cache_lock:
             current = self._indexes.get((app, catalog_id))
             if current is None or current[0] <= version:
-                self._indexes[(app, catalog_id)] = (version, index)
-        return index
+                self._indexes.put((app, catalog_id), (version, index, referred))
 
     def filter_mask(
         self, catalog_id: str, flt: Filter | Mapping[str, Any] | None, *, app: str = DEFAULT_APP
@@ -209,9 +280,8 @@ class ContentRepository:
     def catalog_model(self, catalog_id: str, *, app: str = "default") -> CatalogModel:
         version = self.version(app)
         index = self._index(catalog_id, app, version)
-        with self._cache_lock:
-            cached = self._models.get((app, catalog_id))
-        if cached is not None and cached[0] is index and cached[1] == version:
+        cached = self._models.get((app, catalog_id))
+        if cached is not None and cached[0] is index:  # (a write touching the catalog compiles it again)
             return cached[2]
         doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
         stored = None if doc is None else json_doc(doc)
@@ -219,23 +289,20 @@ class ContentRepository:
         rates = None if stored is None else stored.get("topics")  # per-topic learning rates and novelty
         options = with_topic_rates(self.learner_options_for(catalog_id, app=app), index.topic_ids, rates)
         model = CatalogModel.build(index, calibration=calibration, **options)
-        with self._cache_lock:
-            self._models[(app, catalog_id)] = (index, version, model)
+        self._models.put((app, catalog_id), (index, version, model))
         return model
 
     def echo_for(self, catalog_id: str, *, app: str = "default") -> tuple[CatalogModel, Echo | None]:
         """The catalog's model and the answer echo stored with its calibration
         (``Engine.calibrate(..., echo=True)``), None without one."""
         model = self.catalog_model(catalog_id, app=app)
-        with self._cache_lock:
-            cached = self._echoes.get((app, catalog_id))
+        cached = self._echoes.get((app, catalog_id))
         if cached is not None and cached[0] is model:
             return cached
         doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
         stored = None if doc is None else json_doc(doc).get("echo")
         echo = None if stored is None else Echo.from_doc(stored, model.index.topic_ids)
-        with self._cache_lock:
-            self._echoes[(app, catalog_id)] = (model, echo)
+        self._echoes.put((app, catalog_id), (model, echo))
         return model, echo
 
     def learner_options_for(self, catalog_id: str, *, app: str = DEFAULT_APP) -> LearnerOptions:
@@ -251,7 +318,7 @@ class ContentRepository:
         if options is None:
             with self.store.atomic():
                 self.store.delete_many("meta", app, [(f"learner_options:{catalog_id}",)])
-                self.bump_version(app)
+                self.bump_version_for(app, touched(catalogs=[catalog_id]))
             return
         parsed = LearnerOptions.of(options)
         if parsed.memory_model is not None:
@@ -263,7 +330,7 @@ class ContentRepository:
             raise ValidationError(f"learner options: {exc}") from None
         with self.store.atomic():
             self.store.put_many("meta", app, [((f"learner_options:{catalog_id}",), {"options": stored})])
-            self.bump_version(app)
+            self.bump_version_for(app, touched(catalogs=[catalog_id]))
 
     def _filter_key(self, flt: Filter | None) -> str:
         """:func:`_filter_key`, remembered for the filter object (a session passes the same one each step)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from learnloop._content_changes import touched
 from learnloop._content_repo import ContentRepository
 from learnloop._event_batch import EventBatch, plain_events
 from learnloop._locks import LearnerLocks
@@ -376,7 +377,7 @@ class Learners:
             calibration["echo"] = self._echo(cm, item_codes, answers, np.asarray(scores), b, a, calibration, app)
         with self.store.atomic():
             self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), calibration)])
-            self.content.bump_version(app)
+            self.content.bump_version_for(app, touched(catalogs=[catalog_id]))
         return result
 
     def _refined(

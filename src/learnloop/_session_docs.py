@@ -8,7 +8,7 @@ once, as a row of its own keyed ``"<session id>.<block number>"``, and the
 session document keeps the items after the last full block (``assessed``) and
 the number of blocks written (``assessed_blocks``). A block, once written, is
 never written again, so the rows a document names can be read after it, in or
-out of a transaction.
+out of a transaction, and the blocks an engine has seen need not be read again.
 
 A document without ``assessed_blocks`` (every session before its first full
 block, and documents written before blocks existed) holds the whole list.
@@ -55,16 +55,22 @@ def split_doc(
     return doc, rows
 
 
-def joined_doc(store: Store, app: str, doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored document ``doc`` with its whole ``assessed`` list (its blocks read from ``store``)."""
+def joined_doc(store: Store, app: str, doc: Mapping[str, Any], known: Sequence[str] = ()) -> dict[str, Any]:
+    """The stored document ``doc`` with its whole ``assessed`` list (its blocks read from ``store``).
+
+    ``known``: the items the session had assessed at an earlier state (the list only grows and a
+    block never changes, so the blocks it fills are not read again: another process's step reads
+    the blocks written since this process's last one).
+    """
     out = dict(doc)
     blocks = stored_blocks(doc)
     if not blocks:
         return out
     session_id = doc["session_id"]
-    keys = [_block_key(session_id, block) for block in range(blocks)]
-    found = store.get_many("sessions", app, keys)
-    items: list[str] = []
+    have = min(len(known) // BLOCK, blocks)
+    keys = [_block_key(session_id, block) for block in range(have, blocks)]
+    found = store.get_many("sessions", app, keys) if keys else {}
+    items: list[str] = list(known[: have * BLOCK])
     for key in keys:
         row = found.get(key)
         if row is None:

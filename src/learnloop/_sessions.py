@@ -212,7 +212,9 @@ class Sessions:
             return written[0], written, stored_blocks(written[1])
         spec = self._specs.get(key)
         stored = json_doc(doc)
-        state = SessionState.from_doc(joined_doc(self.store, app, stored), spec=spec)
+        # (another engine stepped the session since this one wrote it: the items this one knew stay)
+        known = written[0].assessed if written is not None else ()
+        state = SessionState.from_doc(joined_doc(self.store, app, stored, known), spec=spec)
         if spec is None:
             self._specs.put(key, state.spec)
         return state, None, stored_blocks(stored)
@@ -319,6 +321,10 @@ class Sessions:
         found = self._assessed_sets.get(key)
         if found is not None and found[0] is assessed:
             seen = found[1]
+        elif found is not None and len(found[0]) <= len(assessed) and assessed[: len(found[0])] == found[0]:
+            seen = found[1]  # (another engine's steps added to the items this one knew)
+            seen.update(assessed[len(found[0]) :])
+            self._assessed_sets.put(key, (assessed, seen))
         else:
             seen = set(assessed)
         added = tuple(dict.fromkeys(item for item in item_ids if item not in seen))

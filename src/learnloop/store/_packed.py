@@ -28,6 +28,8 @@ Row = tuple[int, bytes]
 
 #: a snapshot of at most this many rows copies them one by one, a larger one the whole bucket
 _SMALL = 64
+#: rows per block of a bucket's write order whose greatest key last part is kept (see ``Bucket.snapshot``)
+_BLOCK = 256
 
 
 #: the one-byte size prefixes of key parts shorter than 255 bytes
@@ -99,7 +101,7 @@ class Snapshot:
 class Bucket:
     """The rows sharing a key prefix, keyed by the ``width`` remaining parts (see the module)."""
 
-    __slots__ = ("_data", "_dead", "_high", "_pending", "_rows", "_sorted", "_width")
+    __slots__ = ("_data", "_dead", "_high", "_pending", "_rows", "_sorted", "_tops", "_topped", "_width")
 
     def __init__(self, width: int) -> None:
         self._width = width
@@ -111,6 +113,10 @@ class Bucket:
         self._pending = array("I")
         self._high: str | None = None  # no record (live or dead) has a key's last part greater
         self._dead = 0  # bytes of dead records
+        # per block of _BLOCK row numbers: the greatest last key part of its records (live or dead),
+        # for the rows numbered below _topped (the rest are added when next needed)
+        self._tops: list[str] = []
+        self._topped = 0
 
     def __len__(self) -> int:
         return len(self._sorted) + len(self._pending)
@@ -272,18 +278,52 @@ class Bucket:
         lo = bisect_left(order, prefix, key=self._key)
         return lo, bisect_right(order, prefix, lo, key=lambda slot: self._key(slot)[:n])
 
-    def snapshot(self, prefix: Key = ()) -> Snapshot:
-        """The rows under ``prefix`` as they are now (see :class:`Snapshot`)."""
+    def snapshot(self, prefix: Key = (), last_after: str | None = None) -> Snapshot:
+        """The rows under ``prefix`` as they are now (see :class:`Snapshot`); with ``last_after`` and
+        no ``prefix``, only the rows whose key's last part is greater (a learner's latest events: the
+        blocks of the write order that hold none are skipped, so the cost follows the rows returned
+        rather than the bucket's size)."""
+        if last_after is not None and not prefix:
+            return self._copied(self._later(last_after))
         lo, hi = self._span(prefix)
         if hi - lo > _SMALL:
             return Snapshot(bytes(self._data), self._rows[:], self._order[lo:hi], self._width)
+        return self._copied(self._order[lo:hi])
+
+    def _copied(self, slots: Iterable[int]) -> Snapshot:
+        """A snapshot of the rows ``slots`` (in that order), their records copied one by one."""
         data = bytearray()
         rows = array("q")
-        for slot in self._order[lo:hi]:
+        for slot in slots:
             rows.append(len(data))
             rows.append(self._rows[2 * slot + 1])
             data += self._data[self._rows[2 * slot] : self._end(slot)]
-        return Snapshot(bytes(data), rows, array("I", range(hi - lo)), self._width)
+        return Snapshot(bytes(data), rows, array("I", range(len(rows) // 2)), self._width)
+
+    def _later(self, last: str) -> list[int]:
+        """The live row numbers whose key's last part is greater than ``last``, in key order."""
+        rows = self._rows
+        n = len(rows) // 2
+        tops = self._tops
+        at = self._topped
+        while at < n:  # the blocks' tops brought up to the rows written since
+            block = at // _BLOCK
+            end = min(n, (block + 1) * _BLOCK)
+            top = max(self._key(slot)[-1] for slot in range(at, end))
+            if block < len(tops):
+                tops[block] = max(tops[block], top)
+            else:
+                tops.append(top)
+            at = end
+        self._topped = n
+        out = []
+        for block, top in enumerate(tops):
+            if top > last:
+                for slot in range(block * _BLOCK, min(n, (block + 1) * _BLOCK)):
+                    if rows[2 * slot + 1] and self._key(slot)[-1] > last:  # (dead records have sequence 0)
+                        out.append(slot)
+        out.sort(key=self._key)
+        return out
 
     def select(self, prefix: Key = ()) -> list[tuple[Key, int, int]]:
         """``(suffix, seq, row number)`` of the live rows whose suffix starts with ``prefix``, in key order."""
@@ -379,10 +419,16 @@ class Bucket:
         """Rewrite the records without the dead ones, once these outweigh the live ones."""
         if self._dead < 4096 or 2 * self._dead < len(self._data):
             return
+        # the live records keep their write order (so that the latest ones stay together, see _later)
+        order = self._order
+        renumbered = {}
         data = bytearray()
         rows = array("q")
-        for slot in self._order:
+        for slot in sorted(order):
+            renumbered[slot] = len(rows) // 2
             rows.append(len(data))
             rows.append(self._rows[2 * slot + 1])
             data += self._data[self._rows[2 * slot] : self._end(slot)]
-        self._data, self._rows, self._order, self._dead = data, rows, array("I", range(len(self._order))), 0
+        self._data, self._rows, self._dead = data, rows, 0
+        self._order = array("I", [renumbered[slot] for slot in order])
+        self._tops, self._topped = [], 0

@@ -156,8 +156,11 @@ class MemoryStore:
         """``(key, seq, blob)`` of the rows under ``prefix`` (blob ``b""`` without ``with_docs``)."""
         return _expand(self._gather(where, width, prefix, with_docs), None, with_docs)
 
-    def _gather(self, where: Where, width: int, prefix: Key, with_docs: bool) -> _Gathered:
-        """The rows under ``prefix``, to be expanded by :func:`_expand` (also after the lock is let go)."""
+    def _gather(
+        self, where: Where, width: int, prefix: Key, with_docs: bool, last_after: str | None = None
+    ) -> _Gathered:
+        """The rows under ``prefix``, to be expanded by :func:`_expand` (also after the lock is let go);
+        with ``last_after``, a bucket may leave out rows whose key's last part is not greater."""
         if width >= _WIDE:
             buckets = self._buckets.get(where, {})
             if len(prefix) >= 2:
@@ -166,7 +169,7 @@ class MemoryStore:
                 heads = [(prefix[0], second) for second in _seconds(self._heads.get(where, {}), prefix[0])]
             else:
                 heads = list(buckets)
-            return [], [(head, buckets[head].snapshot(prefix[2:])) for head in heads]
+            return [], [(head, buckets[head].snapshot(prefix[2:], last_after)) for head in heads]
         table = self._flat.get(where, {})
         if not prefix:
             keys: Iterable[Key] = list(table)
@@ -233,7 +236,7 @@ class MemoryStore:
         check_prefix(table, prefix)
         with self._lock:
             # a wide table's rows are copied in bulk here and decoded after the lock is let go
-            gathered = self._gather((table, app), _width(table), prefix, True)
+            gathered = self._gather((table, app), _width(table), prefix, True, last_after)
         rows = _expand(gathered, last_after, True)
         rows.sort(key=(lambda row: row[0]) if order == "key" else (lambda row: row[1]))
         return self._decoded(rows)
