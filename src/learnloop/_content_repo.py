@@ -122,24 +122,13 @@ class ContentRepository:
         doc = self.store.get("meta", app, ("content_version",))
         return 0 if doc is None else int(json_doc(doc)["v"])
 
-    def bump_version(self, app: str) -> None:
-        """A content write: the next content version, listed as touching anything."""
-        self._bump(app, None)
-
-    def bump_version_for(self, app: str, names: Iterable[str]) -> None:
-        """:meth:`bump_version` for a write that touched ``names`` only (see
-        :func:`~learnloop._content_changes.touched`)."""
-        self.bump_version(app)
-        self._bump(app, list(names), again=True)
-
-    def _bump(self, app: str, names: list[str] | None, *, again: bool = False) -> None:
-        """The next content version listed as touching ``names`` (``again``: the version just
-        bumped listed anew)."""
-        version = self.version(app) + (0 if again else 1)
+    def bump_version(self, app: str, names: Iterable[str] | None = None) -> None:
+        """A content write: the next content version, listed as touching ``names`` only (see
+        :func:`~learnloop._content_changes.touched`; None: anything)."""
+        version = self.version(app) + 1
         changes = self.store.get("meta", app, CHANGES_KEY)
         changed = logged(None if changes is None else json_doc(changes), version, names)
-        rows = [(CHANGES_KEY, changed)] if again else [(("content_version",), {"v": version}), (CHANGES_KEY, changed)]
-        self.store.put_many("meta", app, rows)
+        self.store.put_many("meta", app, [(("content_version",), {"v": version}), (CHANGES_KEY, changed)])
 
     # -- items -------------------------------------------------------------------
     @staticmethod
@@ -162,7 +151,7 @@ class ContentRepository:
             if total > self.limits.max_items:
                 raise LimitExceededError("items in the item database", total, self.limits.max_items)
             self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
-            self.bump_version_for(app, touched(items=[i.item_id for i in parsed]))
+            self.bump_version(app, touched(items=[i.item_id for i in parsed]))
 
     def replace_item_database(self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP) -> None:
         parsed = self._items(items)
@@ -173,13 +162,13 @@ class ContentRepository:
             stale = [k for k in self.store.keys("items", app) if k[0] not in keep]
             self.store.delete_many("items", app, stale)
             self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
-            self.bump_version_for(app, touched(items=[*(k[0] for k in stale), *keep]))
+            self.bump_version(app, touched(items=[*(k[0] for k in stale), *keep]))
 
     def delete_items(self, item_ids: Iterable[str], *, app: str = DEFAULT_APP) -> list[str]:
         with self.store.atomic():
             deleted = self.store.delete_many("items", app, [(i,) for i in dict.fromkeys(item_ids)])
             if deleted:
-                self.bump_version_for(app, touched(items=[k[0] for k in deleted]))
+                self.bump_version(app, touched(items=[k[0] for k in deleted]))
         return [k[0] for k in deleted]
 
     def _existing(self, app: str, item_ids: Iterable[str]) -> set[str]:
@@ -226,7 +215,7 @@ class ContentRepository:
             if not exists and self.store.count("catalogs", app) >= limits.max_catalogs:
                 raise LimitExceededError("catalogs", self.store.count("catalogs", app) + 1, limits.max_catalogs)
             self.store.put_many("catalogs", app, [((cat.catalog_id,), _dump(cat))])
-            self.bump_version_for(app, touched(catalogs=[cat.catalog_id]))
+            self.bump_version(app, touched(catalogs=[cat.catalog_id]))
 
     def catalog(self, catalog_id: str, *, app: str = DEFAULT_APP) -> Catalog:
         doc = self.store.get("catalogs", app, (catalog_id,))
@@ -241,7 +230,7 @@ class ContentRepository:
         with self.store.atomic():
             if not self.store.delete_many("catalogs", app, [(catalog_id,)]):
                 raise NotFoundError("catalog", catalog_id)
-            self.bump_version_for(app, touched(catalogs=[catalog_id]))
+            self.bump_version(app, touched(catalogs=[catalog_id]))
 
     def catalog_index(self, catalog_id: str, *, app: str = DEFAULT_APP) -> CatalogIndex:
         return self._index(catalog_id, app, self.version(app))
@@ -318,7 +307,7 @@ class ContentRepository:
         if options is None:
             with self.store.atomic():
                 self.store.delete_many("meta", app, [(f"learner_options:{catalog_id}",)])
-                self.bump_version_for(app, touched(catalogs=[catalog_id]))
+                self.bump_version(app, touched(catalogs=[catalog_id]))
             return
         parsed = LearnerOptions.of(options)
         if parsed.memory_model is not None:
@@ -330,7 +319,7 @@ class ContentRepository:
             raise ValidationError(f"learner options: {exc}") from None
         with self.store.atomic():
             self.store.put_many("meta", app, [((f"learner_options:{catalog_id}",), {"options": stored})])
-            self.bump_version_for(app, touched(catalogs=[catalog_id]))
+            self.bump_version(app, touched(catalogs=[catalog_id]))
 
     def _filter_key(self, flt: Filter | None) -> str:
         """:func:`_filter_key`, remembered for the filter object (a session passes the same one each step)."""

@@ -377,7 +377,7 @@ class Learners:
             calibration["echo"] = self._echo(cm, item_codes, answers, np.asarray(scores), b, a, calibration, app)
         with self.store.atomic():
             self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), calibration)])
-            self.content.bump_version_for(app, touched(catalogs=[catalog_id]))
+            self.content.bump_version(app, touched(catalogs=[catalog_id]))
         return result
 
     def _refined(

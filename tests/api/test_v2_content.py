@@ -815,7 +815,7 @@ def test_a_store_failure_mid_call_rolls_back(
     """The engine applies a call in one transaction: a failure after some writes undoes them."""
     before = state(loaded)
 
-    def explode(app: str) -> None:
+    def explode(app: str, names: object = None) -> None:
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(engine._content, "bump_version", explode)  # the last write of each call
