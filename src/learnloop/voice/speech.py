@@ -11,7 +11,7 @@ audio away:
   target explains its stretch of audio than silence does). Under batch CMN a
   stationary signal looks like the model's background, and noise like breath or
   room noise: in real learners' speech the median over an utterance's phones is
-  4 nats per frame (0.5 % of the speechocean762 train utterances are below 1.0);
+  4 nats per frame (0.5 % of the speechocean762 train utterances are below 0.97);
   in non-speech it is near 0 or below;
 - **the alignment squeezes the phrase.** When nothing in the audio resembles the
   phones, the optional silences take the audio and the words get the least time
