@@ -425,8 +425,17 @@ def default_assessor() -> Assessor:
 
 def _unheard(ev: Evidence) -> Judgement:
     """The judgement of audio that holds no speech: nothing said, every score 0 (as for silence)."""
-    phones, words = np.zeros(len(ev.gops)), np.zeros(len(ev.pronunciations))
-    return Judgement(phones, words, 0.0, words, np.zeros(len(ev.gops), dtype=int), words.astype(int), 0, heard=False)
+    n_phones, n_words = len(ev.gops), len(ev.pronunciations)
+    return Judgement(
+        np.zeros(n_phones),
+        np.zeros(n_words),
+        0.0,
+        np.zeros(n_words),
+        np.zeros(n_phones, dtype=int),
+        np.zeros(n_words, dtype=int),
+        0,
+        heard=False,
+    )
 
 
 def stack(rows: Sequence[np.ndarray]) -> np.ndarray:
