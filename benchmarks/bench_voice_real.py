@@ -14,10 +14,15 @@ Printed beside the published rows:
   below 60;
 - word accuracy (0-10) and utterance total (0-10): PCC and MSE;
 - ``is_matched`` false among words the experts rate 8-10 (and 0-2);
+- how many utterances the speech check (``learnloop.voice.speech``) judges not heard
+  (scored 0 as audio without speech), with the experts' totals of those;
 - the same through the public ``PronunciationScorer.score`` with the dictionary's
   pronunciations (the product path; ``--no-product`` skips it), and the real-time
   factor of that path with the machine's default threading, median over ``--rtf``
   utterances.
+
+``--no-speech-check`` scores every utterance with the scoring model alone (the
+scorer before the speech check), for the figures the check is compared with.
 
 ``--rtf-only SPLIT`` times the product path alone on the first ``--rtf`` utterances
 of ``SPLIT`` (wall-clock and process CPU time per second of audio), reading no
@@ -32,6 +37,7 @@ Data: ``benchmarks/_so762.py`` (speechocean762, Zhang et al. 2021, CC BY 4.0).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -46,6 +52,7 @@ import _so762
 
 from learnloop.voice.assessment import Assessor, default_assessor
 from learnloop.voice.calibration import CALIBRATION
+from learnloop.voice.speech import heard
 
 PUBLISHED = [
     # (system, phone PCC, word accuracy PCC, utterance total PCC)
@@ -78,9 +85,12 @@ def corpus_protocol(root: Path, model: Assessor, labels: dict) -> None:
     acc, score, before, y = [], [], [], []
     wacc, wy, said = [], [], []
     tot, ty = [], []
+    unheard = []
     for u in utts:
         ev = evs[u]
         j = model.judge(ev)  # type: ignore[arg-type]
+        if not heard(ev):  # type: ignore[arg-type]
+            unheard.append(labels[u]["total"])
         acc.append(j.phone_accuracy)
         score.append(j.phone_scores)
         z = np.array([CALIBRATION.normalised_gop(g.phone, g.llr) for g in ev.gops])  # type: ignore[attr-defined]
@@ -96,6 +106,11 @@ def corpus_protocol(root: Path, model: Assessor, labels: dict) -> None:
     t, tyy = np.array(tot), np.array(ty, dtype=float)
     wrong = yy < 1.0
     print(f"test split: {len(utts)} utterances, {len(yy)} phones, {len(wyy)} words (corpus phones)")
+    check = "on" if model.speech_gate else "off"
+    print(
+        f"speech check {check}: {len(unheard)} utterances without speech to the check (scored 0 when it is on; "
+        f"experts' totals {sorted(unheard)})"
+    )
     print()
     print("| system | phone PCC | phone MSE | word acc. PCC | word MSE | total PCC | total MSE |")
     print("|---|---|---|---|---|---|---|")
@@ -124,16 +139,16 @@ def corpus_protocol(root: Path, model: Assessor, labels: dict) -> None:
     )
 
 
-def product_path(root: Path, labels: dict, n_rtf: int) -> None:
+def product_path(root: Path, labels: dict, n_rtf: int, model: Assessor) -> None:
     from tqdm.auto import tqdm
 
     from learnloop.voice import PronunciationScorer
 
-    scorer = PronunciationScorer()
+    scorer = PronunciationScorer(assessor=model)
     paths = _so762.wav_paths(root, "test")
     utts = _so762.split_ids(root, "test")
     totals, ty, words, wy, rtf = [], [], [], [], []
-    mismatched = 0
+    mismatched = unheard = 0
     for k, u in enumerate(tqdm(utts, desc="score (dictionary phones)")):
         audio = paths[u].read_bytes()
         text = " ".join(w["text"] for w in labels[u]["words"])
@@ -142,6 +157,7 @@ def product_path(root: Path, labels: dict, n_rtf: int) -> None:
         dt = time.perf_counter() - t
         if k < n_rtf:
             rtf.append(dt / ((len(audio) - 44) / 32000))
+        unheard += r.overall_score == 0 and not any(w.is_matched for w in r.word_scores)
         totals.append(r.overall_score)
         ty.append(labels[u]["total"])
         if len(r.word_scores) == len(labels[u]["words"]):
@@ -155,6 +171,7 @@ def product_path(root: Path, labels: dict, n_rtf: int) -> None:
         f"word score PCC {pcc(np.array(words), np.array(wy, float)):.3f} ({mismatched} utterances tokenised differently, "
         f"left out of the word figure), overall score PCC {pcc(np.array(totals), np.array(ty, float)):.3f}"
     )
+    print(f"overall score 0 with no word matched (as audio without speech is scored): {unheard} utterances")
     print(f"real-time factor, default threading: median {np.median(rtf):.3f} over {len(rtf)} utterances")
 
 
@@ -184,6 +201,7 @@ def main() -> None:
     ap.add_argument("--model", type=Path, help="an assessment.json (default: the shipped one)")
     ap.add_argument("--rtf", type=int, default=100, help="utterances timed for the real-time factor")
     ap.add_argument("--no-product", action="store_true", help="skip the PronunciationScorer.score pass")
+    ap.add_argument("--no-speech-check", action="store_true", help="score without the speech check (before it)")
     ap.add_argument("--rtf-only", metavar="SPLIT", choices=("train", "test"), help="time the product path only")
     args = ap.parse_args()
     if args.rtf_only:
@@ -191,9 +209,11 @@ def main() -> None:
         return
     labels = _so762.load_labels(args.root)
     model = default_assessor() if args.model is None else Assessor.from_dict(json.loads(args.model.read_text()))
+    if args.no_speech_check:
+        model = dataclasses.replace(model, speech_gate=False)
     corpus_protocol(args.root, model, labels)
     if not args.no_product:
-        product_path(args.root, labels, args.rtf)
+        product_path(args.root, labels, args.rtf, model)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,9 @@ Three stages, each fed by the one before:
   ``is_matched`` is this probability at ``matched_above`` or more (chosen so that
   3 % of the words the experts rate 8-10 fall below it on the train folds).
 
+Audio that holds no speech (a tone, hum, noise: :mod:`learnloop.voice.speech`) is
+judged before any stage: nothing was said, and every prediction and score is 0.
+
 Predictions become 0-100 scores by a monotone piecewise-linear map whose knots
 place the spec's bands on the experts' scale (see :class:`Bands`).
 Everything here is numpy; :func:`fit_network` alone needs scipy (imported when called).
@@ -40,6 +43,7 @@ from learnloop.voice.calibration import CALIBRATION, Calibration
 from learnloop.voice.evidence import Evidence
 from learnloop.voice.gop import SCORING_PHONES
 from learnloop.voice.phonemes import PHONES, VOWELS
+from learnloop.voice.speech import heard
 
 __all__ = [
     "Assessor",
@@ -333,6 +337,7 @@ class Judgement:
     phone_scores: np.ndarray
     word_scores: np.ndarray
     overall_score: int
+    heard: bool = True  # False: the audio holds no speech to score (:mod:`learnloop.voice.speech`)
 
 
 @dataclass(frozen=True, eq=False)
@@ -346,9 +351,12 @@ class Assessor:
     said: Linear
     matched_above: float = 0.5  # is_matched: the probability that the word was said is at least this
     calibration: Calibration = CALIBRATION
+    speech_gate: bool = True  # judge audio that holds no speech as nothing said (False: score it anyway)
 
     def judge(self, ev: Evidence) -> Judgement:
         """The judgements of one utterance (see the module's docstring)."""
+        if self.speech_gate and not heard(ev):
+            return _unheard(ev)
         if ev.gops:
             phone_acc = np.clip(self.phone(phone_features(ev, self.calibration)), 0.0, 2.0)
         else:
@@ -413,6 +421,21 @@ def default_assessor() -> Assessor:
     """The shipped model (``assessment.json``), loaded once."""
     text = resources.files("learnloop.voice").joinpath("assessment.json").read_text(encoding="utf-8")
     return Assessor.from_dict(json.loads(text))
+
+
+def _unheard(ev: Evidence) -> Judgement:
+    """The judgement of audio that holds no speech: nothing said, every score 0 (as for silence)."""
+    n_phones, n_words = len(ev.gops), len(ev.pronunciations)
+    return Judgement(
+        np.zeros(n_phones),
+        np.zeros(n_words),
+        0.0,
+        np.zeros(n_words),
+        np.zeros(n_phones, dtype=int),
+        np.zeros(n_words, dtype=int),
+        0,
+        heard=False,
+    )
 
 
 def stack(rows: Sequence[np.ndarray]) -> np.ndarray:

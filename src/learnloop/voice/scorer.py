@@ -4,7 +4,8 @@ Pipeline: decode (``audio``) -> pad with 250 ms of quiet and add a fixed,
 seeded noise floor (synthetic or gated audio has digital silence the model
 never saw) -> MFCC features (``features``) -> forced alignment over the
 phrase's pronunciations (``alignment``) -> GOP per phone (``gop``) ->
-calibrated 0..100 scores (``calibration``).
+calibrated 0..100 scores (``calibration``); audio in which the model hears no
+speech scores 0 (``speech``).
 
 The acoustic model and the dictionary are loaded once, lazily, on first use,
 and shared by every scorer in the process; scoring only reads them, so a
@@ -295,7 +296,12 @@ class PronunciationScorer:
                     scores.append(PhonemeScore(phone, ipa[i], "#", "#", 0))
                     continue
                 value = int(judgement.phone_scores[k])
-                like = phone if value >= RETRY_BELOW else self.calibration.best_substitute(phone, ev.gops[k].llr)
+                if not judgement.heard:
+                    like = "#"  # the audio holds no speech: no phoneme was detected
+                elif value >= RETRY_BELOW:
+                    like = phone
+                else:
+                    like = self.calibration.best_substitute(phone, ev.gops[k].llr)
                 like_ipa = ipa[i] if like == phone else IPA.get(like, "#")
                 scores.append(PhonemeScore(phone, ipa[i], like, like_ipa, value))
             sylls = []
