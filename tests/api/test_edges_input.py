@@ -22,7 +22,7 @@ from learnloop import Engine
 from learnloop._http import check_api_keys, header, resolve_api_key
 from learnloop.api import V1Api, V2Api
 from learnloop.errors import ContextError, ValidationError
-from learnloop.events import MAX_TIMESTAMP, MIN_TIMESTAMP, parse_timestamp
+from learnloop.events import MAX_TIMESTAMP, MIN_TIMESTAMP, format_timestamp, parse_timestamp
 from learnloop.recommend import ContextSigner
 from learnloop.store import TABLES
 
@@ -522,3 +522,39 @@ def test_an_empty_x_api_key_header_never_authenticates(engine: Engine) -> None:
     assert v1.handle("GET", "/v1/views", headers={"X-API-KEY": ""}).status == 401
     assert check_api_keys(None) is None
     assert check_api_keys({"key-1": "app-1"}) == {"key-1": "app-1"}
+
+
+# -- one reading of timestamp text -------------------------------------------------------------------
+
+ISO_FORMS = [
+    "2025-03-01",  # a date alone: its midnight
+    "2025-03-01T09:01:00Z",
+    "2025-03-01 09:01:00",
+    "20250301T090100Z",  # the basic format
+    "2025-03-01T09:01:00.123456+05:30",
+    "2025-03-01T09:01",
+]
+NOT_ISO = ["yesterday", "2025-13-01", "2025-03-01T25:00:00", "", "1700000000"]
+
+
+@pytest.mark.parametrize("timestamp", ISO_FORMS + NOT_ISO)
+def test_v2_and_the_engine_read_timestamp_text_alike(engine: Engine, v2: V2Api, timestamp: str) -> None:
+    """A timestamp v2 receives as JSON is read as the engine reads it from Python objects (and v1
+    from its events): stored at the same instant, or refused by both."""
+    event = {"type": "attempt", "item_id": "a1", "catalog_id": "course", "timestamp": timestamp, "score": 1}
+    try:
+        expected = parse_timestamp(timestamp)
+    except ValueError:
+        expected = None
+    before = snapshot(engine)
+    r = v2.handle("POST", "/v2/upsert-events", body=json.dumps({"user_id": "u1", "events": [event]}).encode())
+    if expected is None:
+        assert "'events[0].attempt.timestamp'" in v2_error(400, r.body)
+        assert snapshot(engine) == before
+        with pytest.raises(ValidationError):
+            engine.upsert_events("u2", [event])
+        return
+    assert r.status == 200, r.body
+    assert engine.upsert_events("u2", [event]) == 1
+    stored = {key[0]: key[3] for key, _ in engine.store.scan("events", "default")}
+    assert stored == {"u1": format_timestamp(expected), "u2": format_timestamp(expected)}
