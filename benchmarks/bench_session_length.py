@@ -26,9 +26,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
-import gc
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +35,6 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from learnloop import Engine
-from learnloop.events import format_timestamp
 from learnloop.sim import SimClock
 from learnloop.store import SQLiteStore
 
@@ -56,36 +53,11 @@ def measure(store: str, tmp: Path, n_steps: int) -> dict[str, np.ndarray]:
         build(engine, 100, 100)
         ingest(engine, batches(clock, rng, 1000, 100, 100, 100, "u"))
         out = {mode: steps(engine, clock, rng, mode, n_steps) for mode in tqdm(MODES, desc=NAMES[store], leave=False)}
-        out[TURNS] = turns([engine, other], clock, rng, n_steps)
+        out[TURNS] = steps(engine, clock, rng, "assess", n_steps, user="u2", turns=[engine, other])
         return out
     finally:
         engine.close()
         other.close()
-
-
-def turns(engines: list[Engine], clock: SimClock, rng: np.random.Generator, n: int, warmup: int = 20) -> np.ndarray:
-    """Milliseconds of each of ``n`` steps (after ``warmup`` untimed ones) of one assessment of learner
-    ``u2`` over all items whose steps ``engines`` take in turn, each answering the previous recommendation."""
-    context = engines[0].create_session(
-        {"user_id": "u2", "catalog_id": "big", "mode": {"type": "assess"}, "filter": {}}
-    )
-    events: list[dict] = []
-    times = []
-    gc.collect()
-    for k in range(n + warmup):
-        t = time.perf_counter()
-        rec = engines[k % len(engines)].adaptive_step(context, events).recommendation
-        times.append(time.perf_counter() - t)
-        events = [
-            {
-                "type": "attempt",
-                "timestamp": format_timestamp(clock.advance(30)),
-                "recommendation_context": rec.recommendation_context,
-                "score": float(rng.random() < 0.7),
-                "time_spent_ms": 15_000,
-            }
-        ]
-    return np.asarray(times[warmup:]) * 1000.0
 
 
 def windows(latencies: np.ndarray) -> tuple[float, float, float]:

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -179,16 +180,19 @@ def steps(
     *,
     user: str = "u1",
     flt: dict | None = None,
+    turns: Sequence[Engine] = (),
 ) -> np.ndarray:
     """Milliseconds of each of ``n`` steps (after ``warmup`` untimed ones) of a ``mode`` session of ``user``
-    over ``flt`` (all items when None); each step answers the previous recommendation with one event."""
+    over ``flt`` (all items when None); each step answers the previous recommendation with one event.
+    With ``turns``, those engines (on the same store as ``engine``) take the steps in turn."""
     context = engine.create_session({"user_id": user, "catalog_id": "big", "mode": {"type": mode}, "filter": flt or {}})
+    stepping = list(turns) or [engine]
     events: list[dict] = []
     times = []
     gc.collect()
-    for _ in range(n + warmup):
+    for k in range(n + warmup):
         t = time.perf_counter()
-        rec = engine.adaptive_step(context, events).recommendation
+        rec = stepping[k % len(stepping)].adaptive_step(context, events).recommendation
         times.append(time.perf_counter() - t)
         events = [
             {
