@@ -16,6 +16,7 @@ from learnloop.events import format_timestamp
 from learnloop.sim import SimClock, sample_course
 from learnloop.store import MemoryStore, SQLiteStore
 from learnloop.store.base import json_doc
+from learnloop.testing import Answer
 
 N_STEPS = 2 * BLOCK + 9
 
@@ -23,10 +24,7 @@ N_STEPS = 2 * BLOCK + 9
 def _answer(step: Any, clock: SimClock, score: float) -> list[dict[str, Any]]:
     rec = step.recommendation
     assert rec is not None
-    stamp = format_timestamp(clock.advance(40))
-    return [
-        {"type": "attempt", "timestamp": stamp, "recommendation_context": rec.recommendation_context, "score": score}
-    ]
+    return [Answer("attempt", score=score).event(rec.recommendation_context, at=clock.advance(40))]
 
 
 def _outcome(step: Any) -> dict[str, Any]:
