@@ -65,6 +65,7 @@ EXPECTED = {
         "answers",
         "assert_session_invariants",
         "catalogs",
+        "check_policy",
         "constraints",
         "content",
         "events",

@@ -18,6 +18,9 @@ itself does not depend on it (``import learnloop`` never loads this package).
 - checks: :func:`play_session` drives a session and records it,
   :func:`assert_session_invariants` checks what must hold in every session
   (see :mod:`learnloop.testing.checks`);
+- policies: :func:`check_policy` checks that a policy (one of your own for
+  ``Engine(policies=...)``) honours the contract of
+  :class:`~learnloop.recommend.Policy` (see :mod:`learnloop.testing.policies`);
 - stateful: :class:`SessionMachine`, a hypothesis state machine that
   interleaves session calls (create, answer, skip, view theory, step, status)
   on one engine and checks each against the pure session step; run it as is or
@@ -61,6 +64,7 @@ from learnloop.testing.checks import (
 from learnloop.testing.events import Answer, answers, events, scores
 from learnloop.testing.learners import LearnerSpec, learners
 from learnloop.testing.machine import SessionMachine
+from learnloop.testing.policies import check_policy
 from learnloop.testing.sessions import (
     MODES,
     constraints,
@@ -91,6 +95,7 @@ __all__ = [
     "answers",
     "assert_session_invariants",
     "catalogs",
+    "check_policy",
     "constraints",
     "content",
     "events",
