@@ -54,7 +54,7 @@ from learnloop.voice.synthesis import default_stress, espeak_phonemes, realised_
 
 VOICES = ("en-us", "en-us+f2", "en-us+m3", "en-us+klatt")
 
-# Words used only to fit the calibration (benchmarks/calibrate_voice_gop.py).
+# Words used only to fit the calibration (tools/fit/calibrate_voice_gop.py).
 CALIBRATION_WORDS = """
 cat dog house water apple green table window garden music paper river friend
 mother number people school little morning yellow chicken summer butter pencil

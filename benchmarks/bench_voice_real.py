@@ -4,7 +4,7 @@
     python benchmarks/bench_voice_real.py SO762_DIR --rtf-only train [--rtf 100]
 
 Protocol (the published one): the scoring model is fitted on the train split only
-(``benchmarks/fit_voice_real.py``); here every one of the 2,500 test utterances is
+(``tools/fit/fit_voice_real.py``); here every one of the 2,500 test utterances is
 scored once against the corpus' canonical phones, which the experts labelled.
 Printed beside the published rows:
 

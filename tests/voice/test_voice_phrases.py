@@ -2,7 +2,7 @@
 
 This is the first thing a user tries ("hello world"): every phone of a
 correctly spoken phrase should score high.  The phrases are not among the
-calibration sentences of benchmarks/calibrate_voice_gop.py.
+calibration sentences of tools/fit/calibrate_voice_gop.py.
 """
 
 from __future__ import annotations

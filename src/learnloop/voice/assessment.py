@@ -1,7 +1,7 @@
 """The scoring model: acoustic evidence in, expert-scale judgements out.
 
 Learned from speechocean762's expert labels (Zhang et al., 2021, CC BY 4.0; train
-split only) by ``benchmarks/fit_voice_real.py`` and shipped as ``assessment.json``.
+split only) by ``tools/fit/fit_voice_real.py`` and shipped as ``assessment.json``.
 Three stages, each fed by the one before:
 
 - **phone**: a one-hidden-layer network (tanh) over the evidence of a phone and its

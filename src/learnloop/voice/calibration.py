@@ -26,7 +26,7 @@ that the phone was said as the target.
 
 Everything here was fitted on phones of espeak-ng speech, half said correctly
 and half replaced by another phone of the same class, over calibration words
-that the benchmark never evaluates on; ``benchmarks/calibrate_voice_gop.py``
+that the benchmark never evaluates on; ``tools/fit/calibrate_voice_gop.py``
 reproduces ``calibration.json`` and prints the fit.  Rerun it after any change
 to the front end, the alignment or the GOP.
 
@@ -144,7 +144,7 @@ def _load_default() -> Calibration:
     return Calibration.from_dict(json.loads(text))
 
 
-# Fitted by benchmarks/calibrate_voice_gop.py (see the module docstring).
+# Fitted by tools/fit/calibrate_voice_gop.py (see the module docstring).
 CALIBRATION: Final = _load_default()
 
 

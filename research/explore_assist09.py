@@ -2,7 +2,7 @@
 train/validation folds only (``*_train{k}.csv`` / ``*_valid{k}.csv``; the ``*_test.csv`` files are
 never opened), and which online-computable terms close the gap.
 
-    .venv/bin/python benchmarks/explore_assist09.py DATA_DIR [--splits assist2009 assist2015 statics]
+    .venv/bin/python research/explore_assist09.py DATA_DIR [--splits assist2009 assist2015 statics]
                                                     [--settings JSON] [--folds 1 2 3 4 5] [--cache DIR]
 
 DATA_DIR holds the DKVMN ``data/`` folders (as for ``bench_kt_real.py``). Per split the engine's settings

@@ -1,7 +1,7 @@
 """The engine's learner model on the validation folds of the knowledge-tracing benchmark files
 (never their test files): item refinement, per-topic learning rates and novelty, the answer echo.
 
-    .venv/bin/python benchmarks/explore_kt_folds.py DATA_DIR [--splits assist2009 assist2015 statics builder]
+    .venv/bin/python research/explore_kt_folds.py DATA_DIR [--splits assist2009 assist2015 statics builder]
                                                              [--variants base b ab topic b+topic ab+topic
                                                                          echo topic+echo b+topic+echo ab+topic+echo]
                                                              [--settings JSON]

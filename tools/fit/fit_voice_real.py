@@ -1,6 +1,6 @@
 """Fit the voice scoring model on the speechocean762 train split (never the test split).
 
-    python benchmarks/fit_voice_real.py SO762_DIR [--out src/learnloop/voice/assessment.json]
+    python tools/fit/fit_voice_real.py SO762_DIR [--out src/learnloop/voice/assessment.json]
 
 Choices (the phone network's size and penalty, the word, utterance and *said* ridges,
 the band knot of the phone "retry" edge and the ``is_matched`` threshold) are made on
@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the speechocean762 helpers the voice benchmarks share
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import _so762
 

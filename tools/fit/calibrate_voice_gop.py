@@ -15,7 +15,7 @@ writes them to ``src/learnloop/voice/calibration.json`` and prints the fit,
 with a five-fold cross-validated AUC over calibration words (the tables and
 weights refitted without the held-out words).
 
-Run:  .venv/bin/python benchmarks/calibrate_voice_gop.py   (about three minutes)
+Run:  .venv/bin/python tools/fit/calibrate_voice_gop.py   (about three minutes)
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # the word lists of bench_voice_gop
 
 from bench_voice_gop import (
     CALIBRATION_WORDS,
