@@ -26,7 +26,7 @@ from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
-from learnloop.errors import ContextError, ValidationError
+from learnloop.errors import ContextError, NotFoundError, ValidationError
 from learnloop.events import Interaction
 from learnloop.limits import Limits
 from learnloop.recommend import (
@@ -206,8 +206,8 @@ class Sessions:
         blocks of assessed items stored for it (see :mod:`learnloop._session_docs`)."""
         key = (app, session_id)
         doc = self.store.get("sessions", app, (session_id,))
-        if doc is None:
-            raise ContextError("stale session context: the session no longer exists")
+        if doc is None:  # (a context of this store's secret whose session is gone): what it names is not found
+            raise NotFoundError("session", session_id)
         written = self._states.get(key)
         if written is not None and written[1] == doc:
             return written[0], written, stored_blocks(written[1])

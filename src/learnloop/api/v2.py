@@ -215,6 +215,10 @@ class V2Api:
             if not message.startswith("events["):
                 raise ContextError(f"session_context: {message}") from None
             raise
+        except NotFoundError as exc:
+            if exc.kind != "session":
+                raise
+            return _error(404, f"session_context: {exc}")  # the session the context names
         return _data(step.model_dump(mode="json"))
 
     def _user_status(self, app: str, request: UserStatusRequest) -> ApiResponse:
