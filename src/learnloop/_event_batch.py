@@ -48,7 +48,7 @@ from learnloop.events import (
     format_timestamp,
 )
 
-__all__ = ["EventBatch", "context_events", "plain_events"]
+__all__ = ["EventBatch", "context_events", "kind_problem", "plain_events"]
 
 _PLAIN_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[PlainEvent])
 _CONTEXT_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[ContextEvent])
@@ -73,6 +73,33 @@ def plain_events(events: Iterable[Any]) -> list[AttemptEvent | SkipEvent | ViewT
 def context_events(events: Iterable[Any]) -> list[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent]:
     """Events in a session's context as models (see :func:`plain_events`)."""
     return _validated(_CONTEXT_EVENTS, (ContextAttemptEvent, ContextSkipEvent, ContextViewTheoryEvent), events)
+
+
+def kind_problem(kind: str, index: CatalogIndex, position: int, item_id: str) -> str | None:
+    """Why an event of ``kind`` does not fit the item at ``position`` of ``index`` (None when it does).
+
+    An ``attempt`` on a theory item that is not scorable, or a ``view_theory`` on a scorable
+    item that is not theory, changes neither progress nor proficiency: the façades refuse
+    them (the v1 contract's rule: ``response_submit`` needs an exercise, ``theory_viewed`` a
+    theory asset). A ``skip`` fits every item, and so does every kind a scorable theory item
+    or an exercise that is not scorable.
+    """
+    theory, scorable = bool(index.is_theory[position]), bool(index.scorable[position])
+    if kind == "attempt" and theory and not scorable:
+        return f"item '{item_id}' is a theory item; attempt needs an exercise, post view_theory for it"
+    if kind == "view_theory" and scorable and not theory:
+        return f"item '{item_id}' is an exercise; view_theory needs a theory item, post attempt for it"
+    return None
+
+
+def _misfits(index: CatalogIndex) -> tuple[frozenset[str], frozenset[str]]:
+    """The items an attempt does not fit, and those a view_theory does not fit (see :func:`kind_problem`)."""
+    theory_only = index.is_theory & ~index.scorable
+    exercises = index.scorable & ~index.is_theory
+    return (
+        frozenset(index.item_ids[p] for p in np.flatnonzero(theory_only).tolist()),
+        frozenset(index.item_ids[p] for p in np.flatnonzero(exercises).tolist()),
+    )
 
 
 # -- the columns --------------------------------------------------------------------------
@@ -313,10 +340,11 @@ class EventBatch:
             ms = np.array([_ms(moment) for moment in moments], dtype=np.int64)
         return cls(**columns, stamps=raw, ms=ms, moments=moments)
 
-    def locate(self, index_of: Callable[[str], CatalogIndex | None]) -> list[str] | None:
+    def locate(self, index_of: Callable[[str], CatalogIndex | None], *, strict_kinds: bool = False) -> list[str] | None:
         """Each event's topic in its catalog (``index_of`` gives a catalog's index, None when
-        unknown); None when an event has no place (an unknown catalog, item or topic) or is an
-        attempt on a scorable item without a score."""
+        unknown); None when an event has no place (an unknown catalog, item or topic), is an
+        attempt on a scorable item without a score or, with ``strict_kinds``, is of a type
+        that does not fit its item (see :func:`kind_problem`)."""
         topics: list[str] = [""] * len(self)
         catalogs = self.catalogs
         # without topics given or attempts without a score, each item's first place is all there is to know
@@ -328,6 +356,8 @@ class EventBatch:
             rows: Sequence[int] = range(len(self))
             if len(catalogs) != catalogs.count(catalog):
                 rows = [k for k, c in enumerate(catalogs) if c == catalog]
+            if strict_kinds and self._misfit(index, rows):
+                return None
             if by_item:
                 first = index.derived("first_topics", _first_topics)
                 found = list(map(first.get, self.items if len(rows) == len(self) else [self.items[k] for k in rows]))
@@ -344,6 +374,16 @@ class EventBatch:
             for k, name in zip(rows, named, strict=True):
                 topics[k] = name
         return topics
+
+    def _misfit(self, index: CatalogIndex, rows: Sequence[int]) -> bool:
+        """Whether an event of ``rows`` is of a type its item does not take (see :func:`kind_problem`)."""
+        kinds, items = self.kinds, self.items
+        if "attempt" not in kinds and "view_theory" not in kinds:
+            return False
+        theory_only, exercises = index.derived("event_kind_misfits", _misfits)
+        attempted = {items[k] for k in rows if kinds[k] == "attempt"}
+        viewed = {items[k] for k in rows if kinds[k] == "view_theory"}
+        return not attempted.isdisjoint(theory_only) or not viewed.isdisjoint(exercises)
 
     def _places(self, index: CatalogIndex, rows: Sequence[int]) -> list[str] | None:
         """The topics of ``rows`` (events of the catalog of ``index``), or None (see :meth:`locate`)."""

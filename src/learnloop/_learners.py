@@ -15,7 +15,7 @@ import numpy as np
 
 from learnloop._content_changes import touched
 from learnloop._content_repo import ContentRepository
-from learnloop._event_batch import EventBatch, plain_events
+from learnloop._event_batch import EventBatch, kind_problem, plain_events
 from learnloop._locks import LearnerLocks
 from learnloop._lru import LRUCache
 from learnloop._options import TOPIC_RATE_NAMES, with_topic_rates
@@ -126,11 +126,13 @@ class Learners:
             raise LimitExceededError("events per call", n, self.limits.max_events_per_call)
 
     # -- events outside sessions ------------------------------------------------------
-    def upsert_events(self, user_id: str, events: PlainEvents, *, app: str = "default") -> int:
+    def upsert_events(
+        self, user_id: str, events: PlainEvents, *, app: str = "default", strict_kinds: bool = False
+    ) -> int:
         given = list(events)
         batch = EventBatch.read(given)
         if batch is None:
-            return self._upsert_each(user_id, given, app)
+            return self._upsert_each(user_id, given, app, strict_kinds)
         self.check_events_count(len(batch))
         models: dict[str, CatalogModel] = {}
 
@@ -141,9 +143,9 @@ class Learners:
                 return None
             return models[catalog_id].index
 
-        topics = batch.locate(index_of)
+        topics = batch.locate(index_of, strict_kinds=strict_kinds)
         if topics is None:  # the per-event path says what is wrong
-            return self._upsert_each(user_id, given, app)
+            return self._upsert_each(user_id, given, app, strict_kinds)
         with self.lock(app, [(user_id, c) for c in dict.fromkeys(batch.catalogs)]):
             with self.store.atomic():
                 plan = self.tracker.plan_batch(app, user_id, batch, topics)
@@ -152,7 +154,7 @@ class Learners:
             self.tracker.install(self.tracker.advance(app, plan, models.__getitem__))
         return plan.new
 
-    def _upsert_each(self, user_id: str, events: list[Any], app: str) -> int:
+    def _upsert_each(self, user_id: str, events: list[Any], app: str, strict_kinds: bool = False) -> int:
         """:meth:`upsert_events` event by event (the reference for what is accepted, and its errors)."""
         parsed = plain_events(events)
         self.check_events_count(len(parsed))
@@ -179,6 +181,10 @@ class Learners:
                     problems.append(f"{where}: item '{event.item_id}' is not in catalog '{event.catalog_id}'")
                 continue
             topic_id = index.topic_ids[index.item_topic[position]]
+            misfit = kind_problem(event.type, index, position, event.item_id) if strict_kinds else None
+            if misfit is not None:
+                problems.append(f"{where}: {misfit}")
+                continue
             if event.type == "attempt" and index.scorable[position] and event.score is None:
                 problems.append(f"{where}: attempt on scorable item '{event.item_id}' needs a score")
                 continue

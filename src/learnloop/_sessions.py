@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from learnloop._content_repo import ContentRepository
+from learnloop._event_batch import kind_problem
 from learnloop._learners import ContextEvents, Learners
 from learnloop._lru import LRUCache
 from learnloop._seeding import learner_key, seeded_rng
@@ -25,7 +26,7 @@ from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
-from learnloop.errors import ContextError, ValidationError
+from learnloop.errors import ContextError, NotFoundError, ValidationError
 from learnloop.events import Interaction
 from learnloop.limits import Limits
 from learnloop.recommend import (
@@ -205,8 +206,8 @@ class Sessions:
         blocks of assessed items stored for it (see :mod:`learnloop._session_docs`)."""
         key = (app, session_id)
         doc = self.store.get("sessions", app, (session_id,))
-        if doc is None:
-            raise ContextError("stale session context: the session no longer exists")
+        if doc is None:  # (a context of this store's secret whose session is gone): what it names is not found
+            raise NotFoundError("session", session_id)
         written = self._states.get(key)
         if written is not None and written[1] == doc:
             return written[0], written, stored_blocks(written[1])
@@ -229,7 +230,9 @@ class Sessions:
             self.seed, learner_key(app, spec.user_id, spec.catalog_id), n_events, session.recommendation_count
         )
 
-    def adaptive_step(self, session_context: str, events: ContextEvents = (), *, app: str = "default") -> AdaptiveStep:
+    def adaptive_step(
+        self, session_context: str, events: ContextEvents = (), *, app: str = "default", strict_kinds: bool = False
+    ) -> AdaptiveStep:
         parsed = step_events(events)
         self.learners.check_events_count(len(parsed))
         session_id = self._session_id(session_context, app)
@@ -256,6 +259,10 @@ class Sessions:
                 problems.append(
                     f"{where}.recommendation_context: stale, item '{rec['i']}' is no longer in topic '{rec['t']}'"
                 )
+                continue
+            misfit = kind_problem(event.type, index, position, rec["i"]) if strict_kinds else None
+            if misfit is not None:
+                problems.append(f"{where}: {misfit}")
                 continue
             if event.type == "attempt" and index.scorable[position] and event.score is None:
                 problems.append(f"{where}: attempt on scorable item '{rec['i']}' needs a score")

@@ -13,9 +13,26 @@ from learnloop._http import BodyError, decode_json_body
 from learnloop._types import IDENTIFIER_PATTERN
 from learnloop.errors import ValidationError
 
-__all__ = ["describe_validation_error", "field_path", "parse", "shown", "unparsed_json", "validate_json_body"]
+__all__ = [
+    "StatedValueError",
+    "describe_validation_error",
+    "field_path",
+    "parse",
+    "shown",
+    "unparsed_json",
+    "validate_json_body",
+]
 
 _M = TypeVar("_M", bound=pydantic.BaseModel)
+
+
+class StatedValueError(ValueError):
+    """A validator's ValueError whose message already shows the offending value.
+
+    :func:`describe_validation_error` adds ``, got <value>`` to the message of a
+    validator of ours; for this one it does not, so that the value is not stated twice
+    (``not an ISO 8601 timestamp: 'yesterday'``, not ``...: 'yesterday', got 'yesterday'``).
+    """
 
 
 def field_path(loc: tuple[int | str, ...], *, prefix: str = "", skip: frozenset[str] = frozenset()) -> str:
@@ -63,7 +80,11 @@ def _describe(error: Any, prefix: str, skip: frozenset[str], dialect: str) -> st
     if kind == "value_error":  # raised by a validator of ours: its message is the explanation
         message = str(error["msg"]).removeprefix("Value error, ")
         separator = ": " if dialect == "v2" else " "
+        if isinstance(error.get("ctx", {}).get("error"), StatedValueError):
+            return f"'{where}'{separator}{message}"
         return f"'{where}'{separator}{message}, got {shown(error.get('input'))}"
+    if kind == "union_tag_invalid":  # pydantic's message names the tag given: the event's dict adds nothing
+        return f"'{where}': {error['msg'][0].lower()}{error['msg'][1:]}"
     if dialect == "v2" and kind == "string_pattern_mismatch":
         return f"'{where}' must match {IDENTIFIER_PATTERN}, got {shown(error['input'])}"
     return f"'{where}': {error['msg'][0].lower()}{error['msg'][1:]}, got {shown(error.get('input'))}"

@@ -307,9 +307,17 @@ class Engine:
 
     # -- learners -----------------------------------------------------------------
     @shared
-    def upsert_events(self, user_id: str, events: PlainEvents, *, app: str = "default") -> int:
-        """Store events outside a session (all or none); returns how many were new."""
-        return self._learners.upsert_events(user_id, events, app=app)
+    def upsert_events(
+        self, user_id: str, events: PlainEvents, *, app: str = "default", strict_kinds: bool = False
+    ) -> int:
+        """Store events outside a session (all or none); returns how many were new.
+
+        With ``strict_kinds`` (as the v2 façade calls it; v1 checks its events itself, by
+        the same rule), an event whose type does not fit its item is refused: an ``attempt``
+        on a theory item that is not scorable, a ``view_theory`` on a scorable item that is
+        not theory.
+        """
+        return self._learners.upsert_events(user_id, events, app=app, strict_kinds=strict_kinds)
 
     @shared
     def user_status(
@@ -487,10 +495,14 @@ class Engine:
         return self._sessions.session(session_context, app=app)
 
     @shared
-    def adaptive_step(self, session_context: str, events: ContextEvents = (), *, app: str = "default") -> AdaptiveStep:
+    def adaptive_step(
+        self, session_context: str, events: ContextEvents = (), *, app: str = "default", strict_kinds: bool = False
+    ) -> AdaptiveStep:
         """Ingest the events, update the learner, recommend the next item, report the status.
 
         When no eligible item is left (the filter matches nothing, or the
         constraints exclude everything) the recommendation is ``None``.
+        ``strict_kinds`` refuses an event whose type does not fit its item, as
+        :meth:`upsert_events` does.
         """
-        return self._sessions.adaptive_step(session_context, events, app=app)
+        return self._sessions.adaptive_step(session_context, events, app=app, strict_kinds=strict_kinds)

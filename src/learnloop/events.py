@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from learnloop._types import Identifier
+from learnloop._validation import StatedValueError
 
 __all__ = [
     "MAX_TIMESTAMP",
@@ -117,15 +118,24 @@ def format_timestamp(moment: datetime) -> str:
     )
 
 
+def _timestamp(value: str | datetime) -> datetime:
+    """:func:`parse_timestamp` for the models: its messages show the value already, which the
+    translation of a validation error then does not add again."""
+    try:
+        return parse_timestamp(value)
+    except ValueError as exc:
+        raise StatedValueError(str(exc)) from None
+
+
 def _iso_text(value: Any) -> Any:
     """A string read by :func:`parse_timestamp` (the one reading of timestamp text, whichever
     way the document came: JSON or Python objects); anything else is left to pydantic."""
-    return parse_timestamp(value) if isinstance(value, str) else value
+    return _timestamp(value) if isinstance(value, str) else value
 
 
 #: An ISO 8601 timestamp (a zone-less one is taken as UTC), as an aware UTC datetime
 #: (only instants from MIN_TIMESTAMP to MAX_TIMESTAMP: see :func:`parse_timestamp`).
-Timestamp = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(parse_timestamp)]
+Timestamp = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_timestamp)]
 #: A duration in milliseconds: an integer from 0 to 2**53 - 1 (the largest integer a
 #: float, and a JSON number in most clients, holds exactly).
 TimeSpentMs = Annotated[int, Field(ge=0, le=2**53 - 1)]

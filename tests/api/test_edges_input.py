@@ -221,6 +221,57 @@ def test_edge_timestamps_are_refused_naming_the_field_and_nothing_is_stored(
     assert snapshot(engine) == before
 
 
+UNREADABLE = {
+    "yesterday": "not an ISO 8601 timestamp: 'yesterday'",
+    "9999-12-31T23:59:59-01:00": f"timestamp '9999-12-31T23:59:59-01:00' is outside the supported range {RANGE} (in UTC)",
+}
+
+
+@pytest.mark.parametrize("timestamp", sorted(UNREADABLE))
+@pytest.mark.parametrize("endpoint", [e for e in TIMESTAMP_ENDPOINTS if not e.endswith("offline")])
+def test_a_refused_timestamp_is_shown_once(v2: V2Api, v1: V1Api, endpoint: str, timestamp: str) -> None:
+    """The message of parse_timestamp shows the value: the field's message does not add it again
+    (it read "not an ISO 8601 timestamp: 'yesterday', got 'yesterday'")."""
+    context, rec = session(v2)
+    if endpoint.startswith("v2"):
+        if endpoint == "v2 upsert-events":
+            event = {"type": "attempt", "item_id": "a1", "catalog_id": "course", "timestamp": timestamp, "score": 1}
+            r = v2.handle("POST", "/v2/upsert-events", body={"user_id": "u1", "events": [event]})
+        else:
+            event = {"type": "attempt", "timestamp": timestamp, "recommendation_context": rec, "score": 1}
+            r = v2.handle("POST", "/v2/adaptive-engine", body={"session_context": context, "events": [event]})
+        expected = f"invalid request: 'events[0].attempt.timestamp': {UNREADABLE[timestamp]}"
+        assert v2_error(400, r.body) == expected
+    else:
+        path = "/v1/user-events" if "user-events" in endpoint else "/v1/next-assets"
+        events = [v1_event(timestamp)]
+        r = v1.handle("POST", path, body={"user_events": events} if "user-events" in path else next_assets(events))
+        assert v1_errors(400, r.body) == [f"'user_events[0].timestamp' {UNREADABLE[timestamp]}"]
+
+
+def test_a_refused_datetime_is_shown_once_through_the_python_api(engine: Engine) -> None:
+    event = {
+        "type": "skip",
+        "item_id": "a1",
+        "catalog_id": "course",
+        "timestamp": datetime(9999, 12, 31, 23, 59, 59, 999999),
+    }
+    with pytest.raises(ValidationError) as raised:
+        engine.upsert_events("u1", [event])
+    assert raised.value.problems == (
+        f"'events[0].skip.timestamp': timestamp 9999-12-31T23:59:59.999999 is outside the supported range {RANGE} (in UTC)",
+    )
+
+
+def test_an_unknown_event_type_is_named_once(v2: V2Api) -> None:
+    event = {"type": "answer", "item_id": "a1", "catalog_id": "course", "timestamp": GOOD_TS}
+    r = v2.handle("POST", "/v2/upsert-events", body={"user_id": "u1", "events": [event]})
+    assert v2_error(400, r.body) == (
+        "invalid request: 'events[0]': input tag 'answer' found using 'type' does not match any of the "
+        "expected tags: 'attempt', 'skip', 'view_theory'"
+    )
+
+
 @pytest.mark.parametrize("case", sorted(MALFORMED_CONTEXTS))
 @pytest.mark.parametrize("field", ["session_context", "recommendation_context"])
 def test_malformed_contexts_are_400_naming_the_field_and_nothing_is_stored(

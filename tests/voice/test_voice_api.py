@@ -6,6 +6,7 @@ import io
 import subprocess
 import sys
 import time
+import wave
 from datetime import UTC, datetime
 from typing import Any
 
@@ -262,3 +263,78 @@ def test_bad_requests_are_400(api: VoiceApi, clips: dict[str, bytes]) -> None:
     r = api.handle("POST", "/api/v1/multichoice/score", form=form([PHRASE] * 11), files=audio, headers=KEY)
     assert r.status == 400
     assert api.handle("POST", "/api/v1/syllables", form={}, headers=KEY).status == 400
+
+
+def _wav(seconds: float, rate: int = 16000) -> bytes:
+    """A tiny silent WAV file (16-bit mono)."""
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"\0\0" * int(seconds * rate))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("fields", "audio", "details"),
+    [
+        (
+            {"dialect": "en-gb", "target_phrase": "hello"},
+            b"RIFF....WAVEgarbage",
+            [
+                "dialect 'en-gb' is not supported; use 'en-us'",
+                "'user_id' is required",
+                "audio could not be decoded as wav, mp3 or webm",
+            ],
+        ),
+        (
+            form("!!! ..."),
+            _wav(0.05),
+            ["target_phrase '!!! ...' holds no words", "audio is shorter than 0.1 seconds"],
+        ),
+        (
+            form(audio_format="ogg"),
+            _wav(0.5, rate=8000),
+            [
+                "audio_format 'ogg' is not supported; use wav, mp3 or webm",
+                "audio is narrow-band (8000 Hz sample rate, content up to 4.0 kHz); "
+                "16 kHz or more is needed to score pronunciation",
+            ],
+        ),
+    ],
+)
+@pytest.mark.parametrize("path", ["/api/v1/score", "/api/v1/fluency/score", "/api/v1/multichoice/score"])
+def test_one_400_lists_the_field_problems_and_the_audio_problem_together(
+    api: VoiceApi, path: str, fields: dict[str, str], audio: bytes, details: list[str]
+) -> None:
+    r = api.handle("POST", path, form=fields, files={"audio": audio}, headers=KEY)
+    assert r.status == 400
+    assert r.body == {"errors": [{"status": 400, "detail": d} for d in details]}
+
+
+def test_undecodable_audio_alone_is_its_own_400(api: VoiceApi) -> None:
+    r = api.handle("POST", "/api/v1/score", form=form(), files={"audio": b"RIFF....WAVEgarbage"}, headers=KEY)
+    assert r.status == 400
+    assert r.body == {"errors": [{"status": 400, "detail": "audio could not be decoded as wav, mp3 or webm"}]}
+
+
+@pytest.mark.parametrize("path", ["/api/v1/score", "/api/v1/multichoice/score", "/api/v1/syllables"])
+@pytest.mark.parametrize("content_type", ["application/json", "application/json; charset=utf-8", "text/plain"])
+def test_a_body_that_is_not_a_form_is_400_saying_a_form_is_expected(
+    api: VoiceApi, path: str, content_type: str
+) -> None:
+    # what a server hands over for a JSON body: its headers, no form fields, no files
+    r = api.handle("POST", path, headers={**KEY, "Content-Type": content_type})
+    detail = f"Content-Type must be multipart/form-data, got {content_type!r}"
+    assert r.status == 400 and r.body == {"errors": [{"status": 400, "detail": detail}]}
+
+
+@pytest.mark.parametrize(
+    "content_type", ["multipart/form-data; boundary=xyz", "Multipart/Form-Data", "application/x-www-form-urlencoded"]
+)
+def test_a_form_content_type_is_accepted(api: VoiceApi, content_type: str) -> None:
+    r = api.handle(
+        "POST", "/api/v1/syllables", form={"target_phrase": "hi"}, headers={**KEY, "Content-Type": content_type}
+    )
+    assert r.status == 200, r.body

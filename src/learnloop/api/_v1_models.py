@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from learnloop._validation import describe_validation_error, unparsed_json
+from learnloop._validation import StatedValueError, describe_validation_error, unparsed_json
 from learnloop._validation import shown as _shown
 from learnloop.api._v1_mapping import path_problem
 from learnloop.events import TimeSpentMs, parse_timestamp
@@ -48,7 +48,10 @@ def _path(value: str) -> str:
 
 
 def _timestamp(value: str) -> str:
-    parse_timestamp(value)
+    try:
+        parse_timestamp(value)
+    except ValueError as exc:  # its message shows the value: not to be added again
+        raise StatedValueError(str(exc)) from None
     return value
 
 

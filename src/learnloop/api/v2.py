@@ -207,7 +207,7 @@ class V2Api:
 
     def _adaptive_engine(self, app: str, request: AdaptiveEngineRequest) -> ApiResponse:
         try:
-            step = self.engine.adaptive_step(request.session_context, request.events or (), app=app)
+            step = self.engine.adaptive_step(request.session_context, request.events or (), app=app, strict_kinds=True)
         except ContextError as exc:
             # the engine names the field of an event's recommendation context itself;
             # any other context error is about the session context
@@ -215,6 +215,10 @@ class V2Api:
             if not message.startswith("events["):
                 raise ContextError(f"session_context: {message}") from None
             raise
+        except NotFoundError as exc:
+            if exc.kind != "session":
+                raise
+            return _error(404, f"session_context: {exc}")  # the session the context names
         return _data(step.model_dump(mode="json"))
 
     def _user_status(self, app: str, request: UserStatusRequest) -> ApiResponse:
@@ -222,5 +226,5 @@ class V2Api:
         return _data({"user_status_list": [s.model_dump(mode="json") for s in statuses]})
 
     def _upsert_events(self, app: str, request: UpsertEventsRequest) -> ApiResponse:
-        self.engine.upsert_events(request.user_id, request.events, app=app)
+        self.engine.upsert_events(request.user_id, request.events, app=app, strict_kinds=True)
         return _data({})

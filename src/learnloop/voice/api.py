@@ -14,7 +14,9 @@ Credentials: ``X-API-KEY: <key>`` (keys map to applications), or
 ``Authorization: Bearer <JWT>`` signed RS256 by a registered issuer, with
 ``iss``, ``aud`` and ``exp`` claims; an API key past its time in
 ``key_expiry`` is answered 402.  Errors are ``{"errors": [{"status",
-"detail"}]}``; ``handle`` never raises for bad input.
+"detail"}]}``; ``handle`` never raises for bad input.  Requests are
+``multipart/form-data`` (``application/x-www-form-urlencoded`` is read too):
+another ``Content-Type``, e.g. a JSON body, is a 400.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any, Final
 
 from learnloop._http import ApiResponse, check_api_keys, error_response, header, header_problems, resolve_api_key
 from learnloop.errors import ValidationError
-from learnloop.voice.audio import AUDIO_FORMATS
+from learnloop.voice.audio import AUDIO_FORMATS, AudioError, decode_audio
 from learnloop.voice.scorer import PronunciationScorer
 
 __all__ = ["MAX_CANDIDATES", "VoiceApi"]
@@ -39,6 +41,8 @@ _ROUTES: Final = {
     "/syllables": "syllables",
 }
 _DIALECTS: Final = ("en-us",)
+#: the media types a form arrives in (the server parses both into fields and files)
+_FORM_TYPES: Final = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 FormValue = str | Sequence[str]
 
@@ -49,6 +53,20 @@ def _now() -> datetime:
 
 def _error(status: int, *details: str, headers: Mapping[str, str] | None = None) -> ApiResponse:
     return error_response(status, details, shape="errors", headers=headers)
+
+
+def _content_type_problem(headers: Mapping[str, str] | None) -> str | None:
+    """Why a request's ``Content-Type`` is not a form (``None`` when it is, or when absent).
+
+    >>> _content_type_problem({"Content-Type": "multipart/form-data; boundary=x"}) is None
+    True
+    >>> _content_type_problem({"Content-Type": "application/json"})
+    "Content-Type must be multipart/form-data, got 'application/json'"
+    """
+    content_type = header(headers, "Content-Type")
+    if content_type is None or content_type.split(";")[0].strip().lower() in _FORM_TYPES:
+        return None
+    return f"Content-Type must be multipart/form-data, got {content_type[:100]!r}"
 
 
 def _argument_problems(form: object, files: object) -> list[str]:
@@ -140,6 +158,9 @@ class VoiceApi:
         expiry = self._key_expiry(headers)
         if expiry is not None and self.clock() >= expiry:
             return _error(402, f"the API key expired at {expiry.isoformat()}")
+        problem = _content_type_problem(headers)
+        if problem is not None:  # (its fields were not read: what they lack is not worth listing)
+            return _error(400, problem)
         problems = _argument_problems(form, files)
         if problems:
             return _error(400, *problems)
@@ -241,12 +262,24 @@ class VoiceApi:
         else:
             one = self._single(form, "target_phrase", problems)
             phrases = [one] if one is not None else []
+        for phrase in phrases:  # what the scorer would refuse in a phrase, before any audio is read
+            try:
+                self.scorer._tokens(phrase)
+            except ValidationError as exc:
+                problems.extend(exc.problems)
         audio = files.get("audio")
         if audio is None:
             audio_value = self._values(form, "audio")
             audio = audio_value[0].encode() if audio_value else None
         if audio is None or not len(audio):
             problems.append("'audio' file is required")
+        elif problems:
+            # the request is refused: its audio is decoded now, so that the answer lists its
+            # problem too (otherwise the scorer decodes it, once, and refuses it alone)
+            try:
+                decode_audio(bytes(audio), max_seconds=self.scorer.max_seconds, wideband=True)
+            except AudioError as exc:
+                problems.extend(exc.problems)
         if problems:
             raise ValidationError(problems)
         assert audio is not None
