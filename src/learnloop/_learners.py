@@ -275,6 +275,9 @@ class Learners:
         if missing:
             where = f"topic '{topic_id}'" if topic_id is not None else f"catalog '{catalog_id}'"
             raise ValidationError([f"item '{i}' is not in {where}" for i in missing])
+        unscorable = [i for i, p in zip(wanted, positions, strict=True) if not index.scorable[p]]
+        if unscorable:
+            raise ValidationError([f"item '{i}' is not scorable: it has no P(correct)" for i in unscorable])
         entry = self.state(app, user_id, model)
         p = model.model.predict(entry.state, np.asarray(positions, dtype=np.intp))
         model_now, echo = self.content.echo_for(catalog_id, app=app)

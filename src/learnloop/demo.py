@@ -11,13 +11,19 @@ end reads:
 - *review*: a week later, the gain of a short review session;
 - *assess*: the error of the engine's proficiency estimate after an adaptive
   test, against the simulated truth.
+
+The plot (``learning-curves.png``, with the ``plot`` extra; :func:`figure`) draws the
+learn and review curves, each with the level before its session that its gain is
+measured from, and the assessment's estimates against the truth.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from tqdm import tqdm
@@ -25,33 +31,51 @@ from tqdm import tqdm
 from learnloop.engine import Engine
 from learnloop.sim import SimClock, learner_for, run_session, sample_course, true_proficiency
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["figure", "main"]
 
 
-def _plot(path: Path, curves: dict[str, np.ndarray], assess_true: np.ndarray, assess_est: np.ndarray) -> bool:
-    try:
-        import matplotlib
+#: the modes of the table whose gain per interaction the plot draws, with their colours
+CURVE_COLOURS = {"learn": "tab:blue", "review": "tab:orange"}
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+
+def figure(curves: Mapping[str, np.ndarray], assess_true: np.ndarray, assess_est: np.ndarray) -> Figure:
+    """The demo's figure: left, the mean learning curve of each mode of ``curves`` (learners x
+    (steps + 1) true proficiencies, as the table's gain reads them) with its baseline, the mean
+    proficiency before the session (dashed; the table's gain is the curve's rise above it, per
+    interaction); right, the assessment's estimate against the truth, the diagonal its baseline."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4.8))
+    left, right = fig.subplots(1, 2)
     for name, curve in curves.items():
-        mean = curve.mean(axis=0)
-        left.plot(np.arange(mean.size), mean, label=name)
-    left.set_xlabel("interaction")
+        mean = np.asarray(curve, dtype=np.float64).mean(axis=0)
+        colour = CURVE_COLOURS.get(name)
+        left.plot(np.arange(mean.size), mean, color=colour, label=f"{name} mode")
+        left.plot([0, mean.size - 1], [mean[0], mean[0]], color=colour, linestyle="--", linewidth=1,
+                  label=f"{name}: before the session")  # fmt: skip
+    left.set_xlabel("interaction in the session")
     left.set_ylabel("true proficiency (mean P(correct))")
-    left.set_title("Learning curves of the simulated cohort")
-    left.legend()
-    right.scatter(assess_true, assess_est, s=14)
-    right.plot([0, 1], [0, 1], color="grey", linewidth=1)
+    left.set_title("Learning curves: gain above the level before the session")
+    left.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    right.scatter(assess_true, assess_est, s=14, label="learners")
+    right.plot([0, 1], [0, 1], color="grey", linewidth=1, label="estimate = truth")
     right.set_xlabel("true proficiency")
     right.set_ylabel("estimated after the adaptive test")
     right.set_title("Assessment")
+    right.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
+
+
+def _plot(path: Path, curves: Mapping[str, np.ndarray], assess_true: np.ndarray, assess_est: np.ndarray) -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    figure(curves, assess_true, assess_est).savefig(path, dpi=110)
     return True
 
 
@@ -137,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in [header, tuple("-" * w for w in widths), *rows]:
         print("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))
     plot = args.out / "learning-curves.png"
-    learn_array = np.asarray(learn_curves)
-    drawn = _plot(plot, {"learn": learn_array}, np.asarray(assess_true), np.asarray(assess_est, dtype=float))
+    curves = {"learn": np.asarray(learn_curves), "review": np.asarray(review_curves)}
+    drawn = _plot(plot, curves, np.asarray(assess_true), np.asarray(assess_est, dtype=float))
     print()
     print(f"database: {db.resolve()}")
     print(f"plot:     {plot.resolve()}" if drawn else "plot:     skipped (pip install 'learnloop[plot]')")

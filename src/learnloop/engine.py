@@ -377,10 +377,13 @@ class Engine:
 
         Only the given items are computed (not the whole catalog). An item listed
         in several topics is predicted in ``topic_id`` when given, else in its
-        first topic. A learner without events gets the model's prior. Raises
+        first topic. A learner without events gets the model's prior, integrated
+        over its uncertainty (see "Cold start" in docs/models.md: an item of difficulty
+        d is predicted nearer 0.5 than 1 - d). Raises
         :class:`~learnloop.errors.ValidationError` naming every item not in the
-        catalog (or topic), :class:`~learnloop.errors.NotFoundError` for an
-        unknown catalog or topic. An answer echo stored by ``calibrate(..., echo=True)``
+        catalog (or topic), or, when all are in it, every item that is not scorable
+        (theory: no answer is right or wrong), :class:`~learnloop.errors.NotFoundError`
+        for an unknown catalog or topic. An answer echo stored by ``calibrate(..., echo=True)``
         is applied from the learner's latest event when it is an answer.
         """
         return self._learners.predict(user_id, catalog_id, item_ids, topic_id=topic_id, app=app)

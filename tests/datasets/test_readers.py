@@ -9,6 +9,7 @@ import pytest
 
 from learnloop import Engine
 from learnloop.datasets import ResponseLog, align, from_columns, read_csv, read_item_skills, read_three_line
+from learnloop.errors import ValidationError
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -126,3 +127,48 @@ def test_responses_of_one_learner_must_be_contiguous() -> None:
     with pytest.raises(ValueError, match="contiguous"):
         ResponseLog(**{**log.__dict__, "learner": np.array([0, 1, 0]), "item": np.array([0, 1, 0]),
                        "correct": np.array([1.0, 0.0, 1.0]), "time": np.array([0.0, 0.0, 1.0])})  # fmt: skip
+
+
+def test_a_bad_cell_is_named_by_its_column_and_row() -> None:
+    table = {"u": ["a"] * 20, "i": [f"q{k}" for k in range(20)], "c": [1, 0] * 8 + [1, "yes", 0, 1]}
+    with pytest.raises(ValidationError) as caught:
+        from_columns(table, learner="u", item="i", correct="c")
+    assert str(caught.value) == "column 'c', row 17: expected 0 or 1 (or a score between), got 'yes'"
+    assert isinstance(caught.value, ValueError)  # as before: a ValueError
+
+
+def test_every_kind_of_bad_cell_is_named_at_once() -> None:
+    table = {
+        "user": ["a", "a", None, "b", "b", "b"],
+        "item": ["q1", "", "q1", "q2", "q3", "q4"],
+        "correct": [1, 0, 1, -1, 1, None],  # row 5 has no answer: left out, its cells unread
+        "order": [1, 2, 3, "x", 5, "not read"],
+        "when": ["2024-01-01T10:00:00", 1.7e9, 1.7e9, 1.7e9, "yesterday", "not read"],
+    }
+    with pytest.raises(ValidationError) as caught:
+        from_columns(table, learner="user", item="item", correct="correct", order="order", time="when")
+    assert caught.value.problems == (
+        "column 'item', row 1: expected an id, got ''",
+        "column 'user', row 2: expected an id, got None",
+        "column 'correct', row 3: expected 0 or 1 (or a score between), got -1",
+        "column 'order', row 3: expected a number, got 'x'",
+        "column 'when', row 4: expected epoch seconds or an ISO 8601 time, got 'yesterday'",
+    )
+
+
+def test_at_most_ten_bad_cells_are_listed() -> None:
+    table = {"u": ["a"] * 25, "i": ["q"] * 25, "c": ["?"] * 25}
+    with pytest.raises(ValidationError) as caught:
+        from_columns(table, learner="u", item="i", correct="c")
+    problems = caught.value.problems
+    assert len(problems) == 11 and problems[9].startswith("column 'c', row 9:")
+    assert problems[10] == "and 15 more bad cells"
+
+
+def test_a_bad_cell_of_a_csv_file_is_named_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "log.csv"
+    path.write_text('user_id,problem_id,correct\nu1,p1,1\nu1,"p\n2",0\nu1,p3,maybe\n')
+    with pytest.raises(
+        ValidationError, match=r"log.csv: column 'correct', row 2 \(line 5\): expected 0 or 1 .*got 'maybe'"
+    ):
+        read_csv(path, learner="user_id", item="problem_id", correct="correct")

@@ -51,6 +51,9 @@ def test_fitted_settings_are_stored_and_used_by_the_catalog_in_every_engine_on_t
     fit = fit_engine(engine, CID, grid=grid, folds=2, progress=False)
     assert fit.options.practice_gain == pytest.approx(0.1)
     assert engine.learner_options_for(CID) == fit.options
+    # the fit names the catalog it was fitted on, and its model is built on that catalog
+    assert repr(fit).startswith(f"OptionsFit on catalog '{CID}': validation log loss")
+    assert fit.model().index is not None and fit.model().index.catalog_id == CID
     assert engine.catalog_model(CID).model.practice_gain == pytest.approx(0.1)
     assert engine.catalog_model(CID).model.hierarchy == "additive"
     other = Engine.open(path)  # another process on the same file

@@ -120,3 +120,20 @@ def test_bkt_bound_chosen_on_folds_is_not_one_that_clips_the_generating_guess() 
     best = model.options["max_guess"]
     assert best == model.options["max_slip"] == min(losses, key=losses.__getitem__)
     assert best in (0.5, 1.0) and losses[0.3] > losses[best]
+
+
+def test_bkt_model_params_by_skill_id_and_name() -> None:
+    data = generate_bkt(600, 3, 15, seed=2)
+    skills = np.asarray(["fractions", "decimals", "percent"])[data.skill]
+    log = from_columns({"u": data.student, "s": skills, "c": data.correct}, learner="u", item="s", correct="c")
+    with pytest.raises(ValueError, match="fit the model first"):
+        BKTModel().params()
+    model = BKTModel(n_restarts=3, seed=0).fit(log)
+    params = model.params()
+    assert set(params) == {"fractions", "decimals", "percent"}
+    for k, name in enumerate(["fractions", "decimals", "percent"]):
+        assert list(params[name]) == ["prior", "learn", "guess", "slip", "forget"]
+        found = [params[name][p] for p in ("prior", "learn", "guess", "slip")]
+        np.testing.assert_allclose(found, data.true_params[k, :4], atol=0.08)
+        assert params[name]["forget"] == 0.0
+    assert model.bkt is not None and model.bkt.params_.shape == (3, 5)  # the array is still there

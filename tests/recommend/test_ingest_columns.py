@@ -174,7 +174,7 @@ def stored(engine: Engine) -> tuple[list[Any], list[Any]]:
 
 def beliefs(engine: Engine, user: str) -> list[Any]:
     out = []
-    for catalog, items in (("c1", ["q0", "q1", "q2", "q3", "th0"]), ("c2", ["q0", "q4"])):
+    for catalog, items in (("c1", ["q0", "q1", "q2", "q3"]), ("c2", ["q0", "q4"])):
         view = engine.learner_view(user, catalog)
         out.append((engine.predict(user, catalog, items), view.p_correct.tolist(), view.attempts.tolist()))
     return out

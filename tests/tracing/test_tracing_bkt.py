@@ -357,3 +357,22 @@ def test_a_belief_kept_as_log_odds_follows_the_exact_filter_over_a_long_history(
     np.testing.assert_allclose(as_logit, exact, rtol=1e-9, atol=1e-12)
     # held as a probability, the belief saturated at 1 and missed the recovery after the wrong answers
     assert max(abs(a - b) for a, b in zip(as_probability, exact)) > 0.5
+
+
+def test_params_by_name_per_fitted_skill() -> None:
+    data = generate_bkt(n_students=200, n_skills=3, seq_len=10, seed=3)
+    idx, labels = Sequences.encode(np.asarray(["frac", "add", "mul"])[data.skill])
+    seqs = Sequences.from_events(idx, data.student, data.correct, n_skills=4)  # index 3: no answers
+    model = BKT(n_restarts=2, seed=0).fit(seqs)
+    by_index = model.params()
+    assert list(by_index) == [0, 1, 2] and model.fitted_.tolist() == [True, True, True, False]
+    for k, values in by_index.items():
+        assert list(values) == ["prior", "learn", "guess", "slip", "forget"]
+        assert list(values.values()) == model.params_[k].tolist()  # the array's row, by name
+    named = model.params([*labels.tolist(), "unused"])
+    assert list(named) == ["add", "frac", "mul"] and named["mul"] == by_index[2]
+    assert named["add"]["learn"] == model.params_for(0).learn
+    with pytest.raises(ValueError, match="2 skill ids given for 4 skills"):
+        model.params(["a", "b"])
+    with pytest.raises(ValueError, match="fit the model first"):
+        BKT().params()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ import numpy as np
 
 from learnloop._types import FloatArray
 from learnloop.datasets._log import ResponseLog
+from learnloop.errors import ValidationError
 
 __all__ = ["from_columns", "read_csv", "read_item_skills", "read_three_line"]
 
@@ -104,18 +105,31 @@ def read_csv(
 ) -> ResponseLog:
     """A log from a CSV file with named columns (ASSISTments' ``skill_builder_data.csv``:
     ``learner="user_id", item="problem_id", skill="skill_id", correct="correct",
-    order="order_id"``, ``encoding="latin-1"``). See :func:`from_columns`."""
+    order="order_id"``, ``encoding="latin-1"``). See :func:`from_columns`; a bad cell is
+    named by its column, its row (counted from 0, the header left out) and its line in the file."""
     wanted = [c for c in (learner, item, correct, skill, order, time) if c is not None]
     columns: dict[str, list[str]] = {c: [] for c in wanted}
+    lines: list[int] = []
     with Path(path).open(encoding=encoding, newline="") as handle:
         reader = csv.DictReader(handle, delimiter=sep)
         missing = [c for c in wanted if c not in (reader.fieldnames or ())]
         if missing:
             raise ValueError(f"{path}: no column {', '.join(map(repr, missing))} (columns: {reader.fieldnames})")
         for row in reader:
+            lines.append(reader.line_num)
             for c in wanted:
                 columns[c].append(row[c])
-    return from_columns(columns, learner=learner, item=item, correct=correct, skill=skill, order=order, time=time)
+    return _from_columns(
+        columns,
+        learner=learner,
+        item=item,
+        correct=correct,
+        skill=skill,
+        order=order,
+        time=time,
+        where=lambda r: f"row {r} (line {lines[r]})",
+        source=f"{path}: ",
+    )
 
 
 def from_columns(
@@ -138,21 +152,99 @@ def from_columns(
     problem once per skill); an empty skill cell means none. ``correct`` is read
     as a number: 1 (or more) is right, 0 wrong; fractional values are kept as
     scores; a row with an empty answer is left out.
+
+    Raises :class:`~learnloop.errors.ValidationError` (a ValueError) naming the column
+    and the row (its position in the table, from 0) of each bad cell of a row with an
+    answer (the first ten): an answer that is not a number of at least 0, an empty
+    learner or item, an ``order`` that is not a number, a ``time`` that is neither epoch
+    seconds nor ISO 8601; e.g. ``column 'correct', row 17: expected 0 or 1 (or a score
+    between), got 'yes'``.
     """
-    learners = [str(v) for v in _column(table, learner)]
-    items = [str(v) for v in _column(table, item)]
-    raw_correct = list(_column(table, correct))
-    n = len(learners)
+    return _from_columns(
+        table,
+        learner=learner,
+        item=item,
+        correct=correct,
+        skill=skill,
+        order=order,
+        time=time,
+        where=lambda r: f"row {r}",
+        source="",
+    )
+
+
+#: bad cells named in one error, at most
+MAX_PROBLEMS = 10
+
+
+def _from_columns(
+    table: Any,
+    *,
+    learner: str,
+    item: str,
+    correct: str,
+    skill: str | None,
+    order: str | None,
+    time: str | None,
+    where: Callable[[int], str],
+    source: str,
+) -> ResponseLog:
+    learner_cells = _column(table, learner)
+    item_cells = _column(table, item)
+    raw_correct = _column(table, correct)
+    n = len(learner_cells)
     skills = [str(v) if v is not None else "" for v in _column(table, skill)] if skill else [""] * n
-    keys: list[float] = [float(k) for k in range(n)]
-    when: list[float] | None = None
-    if time is not None:
-        when = [_seconds(v) for v in _column(table, time)]
-        keys = list(when)
-    if order is not None:
-        keys = [float(v) for v in _column(table, order)]
-    if not n == len(items) == len(raw_correct) == len(skills):
+    time_cells = _column(table, time) if time is not None else None
+    order_cells = _column(table, order) if order is not None else None
+    given = [c for c in (item_cells, raw_correct, skills, time_cells, order_cells) if c is not None]
+    if any(len(c) != n for c in given):
         raise ValueError("the columns differ in length")
+    problems: list[str] = []
+    more = 0
+
+    def bad(column: str, r: int, detail: str) -> None:
+        nonlocal more
+        if len(problems) < MAX_PROBLEMS:
+            problems.append(f"{source}column {column!r}, {where(r)}: {detail}")
+        else:
+            more += 1
+
+    answered: list[int] = []
+    answers: dict[int, float] = {}
+    keys: dict[int, float] = {}
+    when: dict[int, float] = {}
+    for r in range(n):
+        value = raw_correct[r]
+        if _is_empty(value):
+            continue  # a row without an answer is left out
+        answered.append(r)
+        score = _number(value)
+        if score is None or not score >= 0.0:
+            bad(correct, r, f"expected 0 or 1 (or a score between), got {value!r}")
+        else:
+            answers[r] = min(1.0, score)
+        for column, cells in ((learner, learner_cells), (item, item_cells)):
+            if _is_empty(cells[r]):
+                bad(column, r, f"expected an id, got {cells[r]!r}")
+        keys[r] = float(r)
+        if time is not None and time_cells is not None:
+            moment = _seconds(time_cells[r])
+            if moment is None:
+                bad(time, r, f"expected epoch seconds or an ISO 8601 time, got {time_cells[r]!r}")
+            else:
+                when[r] = keys[r] = moment
+        if order is not None and order_cells is not None:
+            number = _number(order_cells[r])
+            if number is None or not math.isfinite(number):
+                bad(order, r, f"expected a number, got {order_cells[r]!r}")
+            else:
+                keys[r] = number
+    if problems:
+        if more:
+            problems.append(f"and {more} more bad cells")
+        raise ValidationError(problems)
+    learners = [str(v) for v in learner_cells]
+    items = [str(v) for v in item_cells]
     first_seen: dict[str, int] = {}
     for name in learners:
         first_seen.setdefault(name, len(first_seen))
@@ -160,10 +252,7 @@ def from_columns(
     merged: dict[tuple[int, float, str], int] = {}
     rows: list[int] = []
     item_skills: dict[str, list[str]] = {}
-    for r in range(n):
-        value = raw_correct[r]
-        if value is None or (isinstance(value, str) and not value.strip()) or _is_nan(value):
-            continue
+    for r in answered:
         key = (first_seen[learners[r]], keys[r], items[r])
         sk = item_skills.setdefault(items[r], [])
         if skills[r].strip() and skills[r].strip() not in sk and not _is_nan(skills[r]):
@@ -173,13 +262,25 @@ def from_columns(
             rows.append(r)
     rows.sort(key=lambda r: (first_seen[learners[r]], keys[r]))
     owner = np.asarray([first_seen[learners[r]] for r in rows], dtype=np.intp)
-    answers = np.asarray([min(1.0, float(raw_correct[r])) for r in rows], dtype=np.float64)
-    times = None if when is None else np.asarray([when[r] for r in rows])
+    scores = np.asarray([answers[r] for r in rows], dtype=np.float64)
+    times = None if time_cells is None else np.asarray([when[r] for r in rows])
     names = list(first_seen)
-    return _build(owner, names, [items[r] for r in rows], answers, times, item_skills if skill else None)
+    return _build(owner, names, [items[r] for r in rows], scores, times, item_skills if skill else None)
 
 
-def _column(table: Any, name: str | None) -> Iterable[Any]:
+def _is_empty(value: Any) -> bool:
+    """No value: None, blank text or NaN."""
+    return value is None or (isinstance(value, str) and not value.strip()) or _is_nan(value)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _column(table: Any, name: str | None) -> list[Any]:
     if name is None:
         return []
     try:
@@ -190,14 +291,18 @@ def _column(table: Any, name: str | None) -> Iterable[Any]:
     return list(to_list() if callable(to_list) else column)
 
 
-def _seconds(value: Any) -> float:
+def _seconds(value: Any) -> float | None:
+    """Epoch seconds of a time cell (a number, an ISO 8601 text or a datetime); None if it is none of them."""
     if isinstance(value, datetime):
         return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    number = _number(value)
+    if number is not None:
+        return number if math.isfinite(number) else None
     try:
-        return float(value)
-    except (TypeError, ValueError):
         moment = datetime.fromisoformat(str(value).strip())
-        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _is_nan(value: Any) -> bool:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,14 +37,21 @@ DEFAULT_GRID: dict[str | tuple[str, ...], tuple[Any, ...]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class OptionsFit:
     """The chosen settings, their mean validation log loss, every setting tried with its
     score (in order), whether the search was stopped early (Ctrl-C), the item refinement
     chosen (``EngineModel(refine=...)``: None, ``"b"`` or ``"ab"``; tried in ``tried`` as
     ``{"refine": ...}`` with the chosen settings), whether per-topic learning rates were
     chosen (``EngineModel(topic_rates=...)``; tried as ``{"topic_rates": True}``) and whether
-    the answer echo was (``EngineModel(echo=...)``; tried as ``{"echo": True}``)."""
+    the answer echo was (``EngineModel(echo=...)``; tried as ``{"echo": True}``); the item
+    calibration the folds used (``EngineModel(calibrate=...)``) and the catalog fitted on
+    (``EngineModel(index=...)``, None: one topic per skill of the log).
+
+    :meth:`model` builds the :class:`EngineModel` with all of them. ``repr()`` is a summary of a
+    few lines (the settings chosen, the validation log loss, the number of settings tried);
+    ``tried`` holds every setting with its score.
+    """
 
     options: LearnerOptions
     log_loss: float
@@ -52,6 +60,43 @@ class OptionsFit:
     refine: str | None = None
     topic_rates: bool = False
     echo: bool = False
+    calibration: bool | str = True
+    index: CatalogIndex | None = field(default=None, compare=False)
+
+    def model(self, *, name: str = "learnloop engine model (fitted)", progress: bool = False) -> EngineModel:
+        """The :class:`EngineModel` with every fitted setting: the options, the item calibration, the
+        refinement, the per-topic rates and the answer echo chosen, on the catalog fitted on. Its
+        :meth:`EngineModel.fit` fits items, rates and echo to the log it is given (e.g. the whole
+        training log, as :func:`learnloop.evaluate.evaluate` does)."""
+        return EngineModel(
+            self.options,
+            calibrate=self.calibration,
+            name=name,
+            progress=progress,
+            index=self.index,
+            refine=self.refine,
+            topic_rates=self.topic_rates,
+            echo=self.echo,
+        )
+
+    def __repr__(self) -> str:
+        settings = ", ".join(
+            f"{f.name}={getattr(self.options, f.name)!r}"
+            for f in dataclasses.fields(self.options)
+            if getattr(self.options, f.name) is not None
+        )
+        stopped = " (stopped early)" if self.interrupted else ""
+        where = "" if self.index is None else f" on catalog '{self.index.catalog_id}'"
+        return "\n".join(
+            [
+                f"OptionsFit{where}: validation log loss {self.log_loss:.4f}, mean over the folds "
+                f"({len(self.tried)} settings tried{stopped})",
+                *textwrap.wrap(settings, 100, initial_indent="  options: ", subsequent_indent="           "),
+                f"  calibration={self.calibration!r}, refine={self.refine!r}, topic_rates={self.topic_rates}, "
+                f"echo={self.echo}",
+                "  fit.model(): the EngineModel with these; fit.tried: every setting with its score",
+            ]
+        )
 
 
 def _valid(options: dict[str, Any]) -> bool:
@@ -173,7 +218,7 @@ def fit_options(
                 best, echoed = tried[-1][1], True
     except KeyboardInterrupt:
         interrupted = True
-    return OptionsFit(chosen, best, tuple(tried), interrupted, refined, per_topic, echoed)
+    return OptionsFit(chosen, best, tuple(tried), interrupted, refined, per_topic, echoed, calibration, index)
 
 
 def fit_engine(

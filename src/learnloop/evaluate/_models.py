@@ -121,6 +121,9 @@ class BKTModel:
 
     ``options`` go to :class:`~learnloop.tracing.BKT` (guess and slip bounded at 0.5 unless
     given: a larger guess or slip makes the "known" state the worse one).
+
+    :meth:`params` gives the fitted parameters by skill id and name; ``bkt.params_`` holds them
+    as an array, one row per skill of the training log (``skill_ids_``).
     """
 
     name = "BKT per skill"
@@ -130,6 +133,7 @@ class BKTModel:
         self.bkt: BKT | None = None
         self.mean_ = 0.5
         self.bound_losses_: dict[float, float] = {}
+        self.skill_ids_: tuple[str, ...] = ()
 
     @classmethod
     def chosen(
@@ -159,7 +163,16 @@ class BKTModel:
         rows, skills = train.response_skills()
         seqs = Sequences.from_events(skills, train.learner[rows], train.correct[rows], n_skills=train.n_skills)
         self.bkt = BKT(**self.options).fit(seqs)
+        self.skill_ids_ = train.skill_ids
         return self
+
+    def params(self) -> dict[str, dict[str, float]]:
+        """The fitted parameters of each skill answered in training, by the log's skill id:
+        ``{skill_id: {"prior": .., "learn": .., "guess": .., "slip": .., "forget": ..}}``
+        (pyBKT's ``model.params()`` as plain dicts; ``pandas.DataFrame(model.params()).T`` is a frame)."""
+        if self.bkt is None:
+            raise ValueError("fit the model first")
+        return {str(skill): values for skill, values in self.bkt.params(self.skill_ids_).items()}
 
     def predict(self, log: ResponseLog) -> FloatArray:
         if self.bkt is None:

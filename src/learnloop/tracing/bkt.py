@@ -37,6 +37,7 @@ bound; see :class:`BKT`).
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -309,7 +310,8 @@ class BKT:
 
     Learned attributes: ``params_`` (n_skills, 5) array of
     prior/learn/guess/slip/forget, ``log_likelihood_`` (n_skills,),
-    ``n_iter_`` and ``converged_``.
+    ``n_iter_``, ``converged_`` and ``fitted_`` (the skills that had answers).
+    :meth:`params` gives them by name, per fitted skill (as pyBKT's ``params()``).
 
     >>> from learnloop.sim import generate_bkt
     >>> data = generate_bkt(n_students=300, n_skills=1, seq_len=20, seed=1)
@@ -434,7 +436,30 @@ class BKT:
         self.n_iter_[used] = n_iter
         self.converged_ = np.ones(sequences.n_skills, dtype=bool)
         self.converged_[used] = done
+        self.fitted_ = np.zeros(sequences.n_skills, dtype=bool)
+        self.fitted_[used] = True
         return self
+
+    def params(self, skill_ids: Sequence[Hashable] | None = None) -> dict[Hashable, dict[str, float]]:
+        """The fitted parameters by name, per skill that had answers: ``{skill: {"prior": ..,
+        "learn": .., "guess": .., "slip": .., "forget": ..}}``, skills in index order. A skill is
+        its index, or ``skill_ids[index]`` when given (e.g. the ``labels`` of :meth:`Sequences.encode`).
+
+        >>> model = BKT(seed=0).fit(Sequences.from_events([1, 1, 1], [0, 0, 0], [0, 1, 1], n_skills=3))
+        >>> list(model.params(["add", "sub", "mul"]))
+        ['sub']
+        >>> sorted(model.params()[1])
+        ['forget', 'guess', 'learn', 'prior', 'slip']
+        """
+        fitted = getattr(self, "fitted_", None)
+        if fitted is None:
+            raise ValueError("fit the model first")
+        if skill_ids is not None and len(skill_ids) != fitted.size:
+            raise ValueError(f"{len(skill_ids)} skill ids given for {fitted.size} skills")
+        return {
+            (k if skill_ids is None else skill_ids[k]): self.params_for(k).to_dict()
+            for k in np.flatnonzero(fitted).tolist()
+        }
 
     # -- prediction ------------------------------------------------------------
 
