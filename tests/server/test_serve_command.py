@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -33,11 +35,15 @@ from httpserve import free_port
 from learnloop import Engine
 from learnloop._revisions import Revision
 from learnloop.api import V2Api
+from learnloop.api.v1 import DEFAULT_ERROR_LINK
 from learnloop.events import format_timestamp
 from learnloop.server import Keys, KeysFileError, StoreUrlError, load_sample_course, open_engine
 from learnloop.server.cli import _serve_options, main
 
 KEY = "k-0123456789abcdef"
+SHUTTING_DOWN = "the server is shutting down; the request may not have been carried out, retry it later"
+V1_LINK = DEFAULT_ERROR_LINK.format(status=503)
+JSON = "application/json"
 HEADERS = {"X-API-KEY": KEY}
 
 
@@ -510,3 +516,55 @@ def test_workers_killed_mid_write_lose_no_acknowledged_event(
             # the learner's revision moved with its events (one write a batch)
             assert Revision.from_doc(engine.store.get("learners", "app-1", (user, "sample-course"))).rev == len(stored)
         assert unacknowledged <= interrupted
+
+
+# -- a forced shutdown ----------------------------------------------------------------------------
+def test_a_second_ctrl_c_answers_requests_in_flight_with_the_contracts_error_body(
+    tmp_path: Path, keys_file: Path, servers: list[Any]
+) -> None:
+    process, base = start(tmp_path, "--store", "sqlite:///state.db", "--keys", str(keys_file))
+    servers.append(process)
+    port = int(base.rpartition(":")[2])
+    # a request per contract whose body has not all arrived: each is in flight until the shutdown is forced
+    part = '--b\r\nContent-Disposition: form-data; name="target_phrase"\r\n\r\nhello'
+    requests = {
+        "v1": ("/v1/user-status", "application/json", "{"),
+        "v2": ("/v2/query-catalog-ids", "application/json", "{"),
+        "voice": ("/api/v1/score", "multipart/form-data; boundary=b", part),
+    }
+    connections = {}
+    for name, (path, media_type, start_of_body) in requests.items():
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nX-API-KEY: {KEY}\r\nContent-Type: {media_type}\r\n"
+        sock.sendall(f"{head}Content-Length: 1000\r\n\r\n{start_of_body}".encode())
+        connections[name] = sock
+    time.sleep(0.5)  # the server has read what was sent
+    process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 30
+    while True:  # the first Ctrl-C has been handled once the server stops accepting connections
+        assert time.monotonic() < deadline, "the server still accepts connections"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    answers = {}
+    for name, sock in connections.items():
+        with sock:
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        status_line, *header_lines = head.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
+        media_type = headers.get("content-type")
+        answers[name] = (int(status_line.split()[1]), media_type, json.loads(body) if media_type == JSON else body)
+    process.communicate(timeout=30)
+    assert answers["v1"] == (
+        503,
+        "application/json",
+        {"errors": [{"status": 503, "detail": SHUTTING_DOWN, "link": V1_LINK}]},
+    )
+    assert answers["v2"] == (500, JSON, {"error": {"status": 500, "message": SHUTTING_DOWN}})
+    assert answers["voice"] == (503, JSON, {"errors": [{"status": 503, "detail": SHUTTING_DOWN}]})
