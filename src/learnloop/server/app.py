@@ -38,7 +38,7 @@ from learnloop.api.v1 import DEFAULT_ERROR_LINK
 from learnloop.engine import Engine
 from learnloop.server import openapi
 from learnloop.server.keys import Keys
-from learnloop.server.page import page_routes
+from learnloop.server.page import docs_routes, page_routes
 from learnloop.voice import VoiceApi
 
 __all__ = ["BodyLimits", "JsonFacade", "FormFacade", "create_app"]
@@ -357,6 +357,7 @@ def create_app(
     body_limits: BodyLimits | None = None,
     readiness_timeout: float = 2.0,
     page: bool = True,
+    docs: bool = True,
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> Starlette:
     """A Starlette application serving the three contracts over ``engine``.
@@ -365,7 +366,8 @@ def create_app(
     ``GET /healthz`` answers while the process is up, ``GET /readyz`` when the
     store answers too (503 otherwise). Each contract's OpenAPI document is at
     ``<prefix>/openapi.json`` (:mod:`learnloop.server.openapi`). ``page`` serves the learner page at
-    ``GET /`` (its files under ``/static``; see :mod:`learnloop.server.page`).
+    ``GET /`` (its files under ``/static``; see :mod:`learnloop.server.page`), ``docs`` the API
+    reference (Swagger UI over the three documents) at ``GET /docs``.
     ``keys`` gives the credentials of all
     three (``None``: authentication off, every request belongs to the
     application ``"default"``). Each of ``v1``, ``v2`` and ``voice`` is ``True``
@@ -377,11 +379,13 @@ def create_app(
 
     >>> app = create_app(Engine(), voice=False)
     >>> [route.path for route in app.routes]
-    ['/healthz', '/readyz', '/', '/static', '/v1/openapi.json', '/v1', '/v1', '/v2/openapi.json', '/v2', '/v2']
+    ['/healthz', '/readyz', '/', '/static', '/docs', '/v1/openapi.json', '/v1', '/v1', '/v2/openapi.json', '/v2', '/v2']
     """
     keys = keys or Keys()
     limits = body_limits or BodyLimits()
     routes = _health_routes(engine, readiness_timeout) + (page_routes() if page else [])
+    if docs:
+        routes += docs_routes(static=not page)
     if v1 is not False:
         facade1: JsonFacade = V1Api(engine, keys.api_keys, key_expiry=keys.api_key_expiry) if v1 is True else v1
         errors1 = _Errors("errors", getattr(facade1, "error_link", DEFAULT_ERROR_LINK))

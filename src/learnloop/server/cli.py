@@ -307,6 +307,7 @@ def serve(args: argparse.Namespace) -> int:
         + (f"keys from {settings.keys_file}" if keys.authenticated else "no authentication")
         + f"\n  learning API v1  {base}/v1\n  learning API v2  {base}/v2"
         + ("" if args.no_voice else f"\n  voice API        {base}/api/v1")
+        + f"\n  API reference    {base}/docs"
         + f"\n  health           {base}/healthz, {base}/readyz",
         file=sys.stderr,
         flush=True,
