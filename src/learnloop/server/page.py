@@ -6,8 +6,9 @@ API v2 and the voice API of the server that served it. Its
 ``Content-Security-Policy`` lets it load and call nothing else.
 
 The API key comes from the address: ``/#key=<key>`` fills it in (a fragment
-never reaches the server, so it stays out of access logs) and ``&user=<id>``
-names the learner; both can be changed on the page under *Connection*.
+never reaches the server, so it stays out of access logs), ``&user=<id>``
+names the learner (shown at the top of the page, where it can be changed) and
+``&catalog=<id>`` the course shown first (see ``docs/page.md``).
 """
 
 from __future__ import annotations
