@@ -34,7 +34,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys as Key
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from learnloop import Engine
 from learnloop._http import ApiResponse
@@ -43,6 +43,7 @@ from learnloop.voice import VoiceApi
 from learnloop.voice.synthesis import synthesize
 
 KEY = "k-page-" + secrets.token_urlsafe(12)
+OTHER_KEY = "k-other-" + secrets.token_urlsafe(12)  # an application without the sample course
 PHRASE = "the quick brown fox"
 SAID = "the quick brown socks"  # what the learner reads: the first sound of "fox" replaced
 REASONS = {
@@ -92,9 +93,10 @@ class RecordingVoice:
 class Served:
     base_url: str
     voice: RecordingVoice
+    engine: Engine
 
-    def v2(self, endpoint: str, body: dict[str, Any]) -> Any:
-        r = httpx.post(f"{self.base_url}/v2/{endpoint}", json=body, headers={"X-API-KEY": KEY}, timeout=30)
+    def v2(self, endpoint: str, body: dict[str, Any], key: str = KEY) -> Any:
+        r = httpx.post(f"{self.base_url}/v2/{endpoint}", json=body, headers={"X-API-KEY": key}, timeout=30)
         assert r.status_code == 200, r.text
         return r.json()["data"]
 
@@ -105,9 +107,9 @@ def server() -> Iterator[Served]:
     load_sample_course(engine, ["demo"])
     voice = RecordingVoice(VoiceApi(api_keys={KEY: "demo"}))
     voice.api.scorer.score(synthesize("hello"), "hello")  # load the models before the page waits on them
-    app = create_app(engine, keys=Keys(api_keys={KEY: "demo"}), voice=voice)
+    app = create_app(engine, keys=Keys(api_keys={KEY: "demo", OTHER_KEY: "other"}), voice=voice)
     with uvicorn_thread(app) as base_url:
-        yield Served(base_url, voice)
+        yield Served(base_url, voice, engine)
     engine.close()
 
 
@@ -424,4 +426,114 @@ def test_the_page_loads_only_from_its_own_server(server: Served, browser: Browse
     assert page.headers["content-security-policy"].startswith("default-src 'self'")
     for asset in ("/static/page.js", "/static/page.css"):
         assert httpx.get(origin + asset).status_code == 200
+    no_console_errors(driver)
+
+
+# ---- which course, which learner ---------------------------------------------------------------
+def course(catalog_id: str) -> dict[str, Any]:
+    """A one-topic catalog over an item of the sample course."""
+    topic = {"topic_id": "t", "display_name": "T", "item_refs": [{"item_id": "ch1-t1-theory"}]}
+    return {"catalog_id": catalog_id, "display_name": catalog_id, "topics": [topic]}
+
+
+def load(driver: WebDriver, server: Served, fragment: str, topics: int) -> None:
+    driver.get("about:blank")
+    driver.get(f"{server.base_url}/#{fragment}")
+    wait(driver, lambda d: idle(d) and len(d.find_elements(By.CSS_SELECTOR, "#graph g.node")) == topics)
+    assert find(driver, "#error").get_attribute("hidden") is not None, find(driver, "#error").text
+
+
+def forget(driver: WebDriver, server: Served) -> None:
+    """The browser forgets what the page kept in it (its local storage)."""
+    driver.execute_cdp_cmd("Storage.clearDataForOrigin", {"origin": server.base_url, "storageTypes": "local_storage"})
+
+
+def chosen(driver: WebDriver) -> str:
+    return str(find(driver, "#catalog").get_attribute("value"))
+
+
+def test_the_page_keeps_the_course_chosen_and_otherwise_shows_the_sample_course(
+    server: Served, browser: Browser
+) -> None:
+    driver = browser.driver
+    forget(driver, server)  # a browser that has never opened the page
+    # a course made a moment ago, first by id (as a v1 view made now would be): the sample course stays the default
+    items = server.v2("query-item-database", {})["items"]
+    server.v2("upsert-items", {"items": [i for i in items if i["item_id"] == "ch1-t1-theory"]})
+    server.v2("upsert-catalog", course("a-course-made-now"))
+    load(driver, server, f"key={KEY}&user=page-chooser", 16)
+    options = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#catalog option")]
+    assert options == ["a-course-made-now", "sample-course"]
+    assert chosen(driver) == "sample-course"
+    # the learner's choice is kept across visits
+    Select(find(driver, "#catalog")).select_by_value("a-course-made-now")
+    wait(driver, lambda d: idle(d) and len(d.find_elements(By.CSS_SELECTOR, "#graph g.node")) == 1)
+    load(driver, server, f"key={KEY}", 1)
+    assert chosen(driver) == "a-course-made-now"
+    # the address can name one
+    load(driver, server, f"key={KEY}&catalog=sample-course", 16)
+    assert chosen(driver) == "sample-course"
+    load(driver, server, f"key={KEY}", 16)
+    assert chosen(driver) == "sample-course"
+    no_console_errors(driver)
+
+
+def test_without_the_sample_course_a_course_made_later_does_not_take_over(server: Served, browser: Browser) -> None:
+    driver = browser.driver
+    forget(driver, server)
+    items = server.v2("query-item-database", {})["items"]
+    theory = [i for i in items if i["item_id"] == "ch1-t1-theory"]
+    server.v2("upsert-items", {"items": theory}, key=OTHER_KEY)
+    server.v2("upsert-catalog", course("m-course"), key=OTHER_KEY)
+    load(driver, server, f"key={OTHER_KEY}&user=page-other", 1)
+    assert chosen(driver) == "m-course"
+    server.v2("upsert-catalog", course("b-course-made-later"), key=OTHER_KEY)
+    load(driver, server, f"key={OTHER_KEY}", 1)
+    assert chosen(driver) == "m-course"
+    # a browser new to the page: the first by id, whatever order the API lists them in
+    forget(driver, server)
+    load(driver, server, f"key={OTHER_KEY}", 1)
+    assert chosen(driver) == "b-course-made-later"
+    no_console_errors(driver)
+
+
+def test_the_learner_id_is_in_view_and_can_be_changed(server: Served, browser: Browser) -> None:
+    driver = browser.driver
+    open_page(driver, server, "page-first-learner")
+    assert find(driver, "#connection").get_attribute("open") is None  # the connection settings stay folded
+    field = find(driver, "#user-id")
+    assert field.is_displayed() and field.get_attribute("value") == "page-first-learner"
+    label = find(driver, "label[for=user-id]")
+    assert label.is_displayed() and label.text == "Learner id"
+    # another learner: typed in and confirmed with Enter
+    field.clear()
+    field.send_keys("page-second-learner", Key.ENTER)
+    wait(
+        driver,
+        lambda d: (
+            idle(d) and d.execute_script("return localStorage.getItem('learnloop-user')") == "page-second-learner"
+        ),
+    )
+    assert shown_mastery(driver) == api_mastery(server, "page-second-learner")
+    start(driver, "learn", 3)
+    find(driver, "#answers button").click()
+    answered(driver, 1)
+    events = list(server.engine.store.keys("events", "demo", ("page-second-learner",)))
+    assert len(events) == 1  # the session was the new learner's
+    assert shown_mastery(driver) == api_mastery(server, "page-second-learner")
+    # the change is kept: the next visit without #user= is the same learner's
+    load(driver, server, f"key={KEY}", 16)
+    assert find(driver, "#user-id").get_attribute("value") == "page-second-learner"
+    # the button does it too, and puts away the other learner's session
+    start(driver, "learn", 3)
+    field = find(driver, "#user-id")
+    field.clear()
+    field.send_keys("page-third-learner")
+    find(driver, "#change-user").click()
+    wait(
+        driver,
+        lambda d: idle(d) and d.execute_script("return localStorage.getItem('learnloop-user')") == "page-third-learner",
+    )
+    assert not find(driver, "#session").is_displayed()
+    assert shown_mastery(driver) == api_mastery(server, "page-third-learner")
     no_console_errors(driver)

@@ -10,10 +10,13 @@ and no call is left half-written.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -26,16 +29,21 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from httpserve import free_port
 
 from learnloop import Engine
 from learnloop._revisions import Revision
 from learnloop.api import V2Api
+from learnloop.api.v1 import DEFAULT_ERROR_LINK
 from learnloop.events import format_timestamp
 from learnloop.server import Keys, KeysFileError, StoreUrlError, load_sample_course, open_engine
-from learnloop.server.cli import main
+from learnloop.server.cli import _serve_options, main
 
 KEY = "k-0123456789abcdef"
+SHUTTING_DOWN = "the server is shutting down; the request may not have been carried out, retry it later"
+V1_LINK = DEFAULT_ERROR_LINK.format(status=503)
+JSON = "application/json"
 HEADERS = {"X-API-KEY": KEY}
 
 
@@ -112,6 +120,88 @@ def test_a_wrong_keys_file_names_every_problem_and_no_key(tmp_path: Path) -> Non
         Keys.from_toml("[api_keys\n")
     with pytest.raises(KeysFileError, match="lets nobody in"):
         Keys.from_toml("")
+
+
+NOT_SQLITE = "not-a-database.db"  # a file that is not a SQLite database, made by the test below
+BAD_STORES = [
+    # a missing directory, a path through a file
+    ("sqlite:///missing-dir/x.db", "cannot open the SQLite store missing-dir/x.db: the directory missing-dir does not"),
+    (
+        f"sqlite:///{NOT_SQLITE}/x.db",
+        f"cannot open the SQLite store {NOT_SQLITE}/x.db: {NOT_SQLITE} is not a directory",
+    ),
+    ("missing-dir/x.db", "the directory missing-dir does not exist"),
+    # malformed URLs
+    ("sqlite:/x.db", "a SQLite URL is sqlite:///relative/path.db or sqlite:////absolute/path.db, not 'sqlite:/x.db'"),
+    ("sqlite:x.db", "a SQLite URL is sqlite:///relative/path.db"),
+    ("sqlite://x.db", "a SQLite URL is sqlite:///relative/path.db"),
+    ("SQLite:///", "a SQLite URL is sqlite:///relative/path.db"),
+    ("memory:", "the in-memory store is memory:// with nothing after it"),
+    ("memory://x", "the in-memory store is memory:// with nothing after it"),
+    ("postgresql:db", "a PostgreSQL URL is postgresql://user@host:port/database"),
+    ("", "the store URL is empty"),
+    # unknown schemes
+    ("mysql://x", "unknown store URL scheme 'mysql'"),
+    ("http://x/y.db", "unknown store URL scheme 'http'"),
+    # files that cannot be opened as a store
+    (f"sqlite:///{NOT_SQLITE}", f"cannot open the SQLite store {NOT_SQLITE}: file is not a database"),
+    (NOT_SQLITE, f"cannot open the SQLite store {NOT_SQLITE}: file is not a database"),
+    ("sqlite:///.", "cannot open the SQLite store .: it is a directory"),
+    # a PostgreSQL server nobody listens on
+    ("postgresql://nobody@127.0.0.1:9/db", "cannot open the PostgreSQL store: connection failed"),
+]
+
+
+def no_server(*args: Any, **kwargs: Any) -> None:
+    raise AssertionError("the server was started")
+
+
+@pytest.mark.parametrize(("store", "message"), BAD_STORES)
+def test_a_bad_store_is_one_line_and_exit_status_2(
+    store: str, message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / NOT_SQLITE).write_text("these bytes are not a SQLite database\n" * 100)
+    monkeypatch.setattr(uvicorn, "run", no_server)  # a store wrongly accepted fails the test, not serve for ever
+    assert main(["serve", "--no-auth", "--store", store]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and captured.err.endswith("\n"), captured.err
+    assert captured.err.startswith("learnloop serve: ") and message in captured.err, captured.err
+
+
+def test_a_postgresql_store_without_the_extra_is_one_line_and_exit_status_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # psycopg not installed: importing it fails
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    monkeypatch.delitem(sys.modules, "learnloop.store.postgres", raising=False)
+    assert main(["serve", "--no-auth", "--store", "postgresql://nobody@127.0.0.1:9/db"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "PostgreSQL needs the 'postgres' extra: pip install 'learnloop[postgres]'" in err
+
+
+@pytest.mark.parametrize("store", ["sqlite:///missing-dir/x.db", "sqlite:/x.db"])
+def test_the_command_refuses_a_bad_store_without_a_traceback(store: str, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "learnloop.server", "--no-auth", "--store", store]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_serve_help_gives_every_option_a_help_text_and_its_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "memory://" in text and "sqlite:///" in text and "postgresql://" in text
+    assert "(default: sqlite:///learnloop.db)" in text
+    parser = argparse.ArgumentParser()
+    _serve_options(parser)
+    options = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    assert {a.dest for a in options} >= {"store", "keys", "no_auth", "host", "port", "workers", "log_level"}
+    for action in options:
+        assert action.help and "(default: " in action.help, action.option_strings
 
 
 @pytest.mark.parametrize(
@@ -426,3 +516,55 @@ def test_workers_killed_mid_write_lose_no_acknowledged_event(
             # the learner's revision moved with its events (one write a batch)
             assert Revision.from_doc(engine.store.get("learners", "app-1", (user, "sample-course"))).rev == len(stored)
         assert unacknowledged <= interrupted
+
+
+# -- a forced shutdown ----------------------------------------------------------------------------
+def test_a_second_ctrl_c_answers_requests_in_flight_with_the_contracts_error_body(
+    tmp_path: Path, keys_file: Path, servers: list[Any]
+) -> None:
+    process, base = start(tmp_path, "--store", "sqlite:///state.db", "--keys", str(keys_file))
+    servers.append(process)
+    port = int(base.rpartition(":")[2])
+    # a request per contract whose body has not all arrived: each is in flight until the shutdown is forced
+    part = '--b\r\nContent-Disposition: form-data; name="target_phrase"\r\n\r\nhello'
+    requests = {
+        "v1": ("/v1/user-status", "application/json", "{"),
+        "v2": ("/v2/query-catalog-ids", "application/json", "{"),
+        "voice": ("/api/v1/score", "multipart/form-data; boundary=b", part),
+    }
+    connections = {}
+    for name, (path, media_type, start_of_body) in requests.items():
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nX-API-KEY: {KEY}\r\nContent-Type: {media_type}\r\n"
+        sock.sendall(f"{head}Content-Length: 1000\r\n\r\n{start_of_body}".encode())
+        connections[name] = sock
+    time.sleep(0.5)  # the server has read what was sent
+    process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 30
+    while True:  # the first Ctrl-C has been handled once the server stops accepting connections
+        assert time.monotonic() < deadline, "the server still accepts connections"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    answers = {}
+    for name, sock in connections.items():
+        with sock:
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        status_line, *header_lines = head.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
+        media_type = headers.get("content-type")
+        answers[name] = (int(status_line.split()[1]), media_type, json.loads(body) if media_type == JSON else body)
+    process.communicate(timeout=30)
+    assert answers["v1"] == (
+        503,
+        "application/json",
+        {"errors": [{"status": 503, "detail": SHUTTING_DOWN, "link": V1_LINK}]},
+    )
+    assert answers["v2"] == (500, JSON, {"error": {"status": 500, "message": SHUTTING_DOWN}})
+    assert answers["voice"] == (503, JSON, {"errors": [{"status": 503, "detail": SHUTTING_DOWN}]})

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from httpserve import InProcess, Uvicorn
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
@@ -259,3 +262,76 @@ def test_the_headers_are_handed_over_case_insensitively(serve: Any) -> None:
     client.request("POST", "/v2/query-catalog-ids", headers=[("X-Api-Key", "a"), ("x-api-key", "b")])
     headers: Mapping[str, str] = v2.calls[0]["headers"]
     assert headers["x-api-key"] == "a, b"  # a repeated header is one value, as HTTP combines them
+
+
+# -- a forced shutdown ----------------------------------------------------------------------------
+class Blocking:
+    """A façade whose calls wait until the test lets them go."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Semaphore(0)
+        self.release = threading.Event()
+
+    def handle(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
+        self.entered.release()
+        self.release.wait(30)
+        return ApiResponse(200, {"data": {}})
+
+
+SHUT_DOWN = {  # the contract's answer to a request cut short by the shutdown: its status and error body
+    "/v1/user-status": (
+        503,
+        lambda body: body["errors"][0]["status"] == 503 and "shutting down" in body["errors"][0]["detail"],
+    ),
+    "/v2/query-catalog-ids": (
+        500,
+        lambda body: body["error"]["status"] == 500 and "shutting down" in body["error"]["message"],
+    ),
+    "/api/v1/score": (
+        503,
+        lambda body: body["errors"][0]["status"] == 503 and "shutting down" in body["errors"][0]["detail"],
+    ),
+}
+
+
+def test_a_request_in_flight_at_a_forced_shutdown_gets_the_contracts_error_body() -> None:
+    # uvicorn cancels what is still running once a second Ctrl-C forces the shutdown: here, three façade calls
+    facade = Blocking()
+    app = create_app(Engine(), v1=facade, v2=facade, voice=facade, page=False)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline
+        time.sleep(0.01)
+    answers: dict[str, httpx.Response] = {}
+
+    def call(path: str) -> None:
+        if path == "/api/v1/score":
+            answers[path] = httpx.post(base + path, data={"target_phrase": "hi"}, files={"audio": b"x"}, timeout=30)
+        else:
+            answers[path] = httpx.post(base + path, json={}, timeout=30)
+
+    clients = [threading.Thread(target=call, args=(path,)) for path in SHUT_DOWN]
+    for client in clients:
+        client.start()
+    try:
+        for _ in SHUT_DOWN:
+            assert facade.entered.acquire(timeout=30)
+        server.should_exit = True  # the first Ctrl-C
+        server.force_exit = True  # the second
+        for client in clients:
+            client.join(30)
+    finally:
+        facade.release.set()
+        thread.join(30)
+        sock.close()
+    for path, (status, shaped) in SHUT_DOWN.items():
+        answer = answers[path]
+        assert answer.status_code == status, (path, answer.text)
+        assert answer.headers["content-type"] == "application/json", (path, answer.text)
+        assert shaped(answer.json()), (path, answer.text)

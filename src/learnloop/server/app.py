@@ -30,7 +30,7 @@ from starlette.formparsers import MultiPartException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, request_response
-from starlette.types import Message, Receive
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from learnloop._http import ApiResponse, error_response
 from learnloop.api import V1Api, V2Api
@@ -38,7 +38,7 @@ from learnloop.api.v1 import DEFAULT_ERROR_LINK
 from learnloop.engine import Engine
 from learnloop.server import openapi
 from learnloop.server.keys import Keys
-from learnloop.server.page import page_routes
+from learnloop.server.page import docs_routes, page_routes
 from learnloop.voice import VoiceApi
 
 __all__ = ["BodyLimits", "JsonFacade", "FormFacade", "create_app"]
@@ -166,9 +166,50 @@ class _Errors:
         self.shape = shape
         self.link = link
 
-    def __call__(self, status: int, problem: str) -> Response:
+    def __call__(self, status: int, problem: str, headers: Mapping[str, str] | None = None) -> Response:
         link = None if self.link is None else self.link.format(status=status)
-        return _response(error_response(status, [problem], shape=self.shape, link=link))
+        return _response(error_response(status, [problem], shape=self.shape, link=link, headers=headers))
+
+
+#: the status of a request cut short by the server's shutdown, per contract: 503 where the contract lists it
+#: (v1: "temporarily offline; retry later", voice); v2's document lists no 503, so its server-side error, 500
+SHUTDOWN_STATUS = {"v1": 503, "v2": 500, "voice": 503}
+SHUTDOWN_PROBLEM = "the server is shutting down; the request may not have been carried out, retry it later"
+
+
+class _UntilShutdown:
+    """A contract's endpoint (an ASGI application) that answers in the contract's error shape when cancelled.
+
+    A forced shutdown (a second Ctrl-C to ``learnloop serve``, or uvicorn's
+    ``timeout_graceful_shutdown`` running out) cancels the requests still in
+    flight; uvicorn would answer those with a plain-text 500. Cancelled before
+    its answer started, a request gets ``status`` with the contract's error
+    body and ``Connection: close`` instead. A façade call already running in its
+    thread is not stopped by the cancellation: it may still be carried out.
+    """
+
+    def __init__(self, app: ASGIApp, errors: _Errors, name: str) -> None:
+        self.app = app
+        self.errors = errors
+        self.name = name
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except anyio.get_cancelled_exc_class():
+            if started or scope["type"] != "http":
+                raise
+            status = SHUTDOWN_STATUS[self.name]
+            log.warning("%s: a request was cancelled by the server's shutdown; answered %d", self.name, status)
+            # the request is answered: the cancellation ends here, as the task's work is done
+            await self.errors(status, SHUTDOWN_PROBLEM, {"Connection": "close"})(scope, receive, send)
 
 
 async def _answer(errors: _Errors, name: str, call: Callable[[], Awaitable[ApiResponse]]) -> Response:
@@ -293,14 +334,17 @@ def _openapi(prefix: str, name: str) -> BaseRoute:
     return Route(f"{prefix}/openapi.json", endpoint, methods=["GET"])
 
 
-def _mount(prefix: str, endpoint: Callable[[Request], Awaitable[Response]], name: str) -> list[BaseRoute]:
+def _mount(
+    prefix: str, endpoint: Callable[[Request], Awaitable[Response]], name: str, errors: _Errors
+) -> list[BaseRoute]:
     # every method reaches the façade, which answers 405 itself, in its own error shape
     # (the prefix alone is a path too: the façade answers it with a 404)
-    mount = Mount(prefix, app=request_response(endpoint))
+    app = _UntilShutdown(request_response(endpoint), errors, name)
+    mount = Mount(prefix, app=app)
     # Starlette matches the rest of the path with ".", which stops at a newline: an id holding
     # one (sent as %0A) must still reach the façade
     mount.path_regex = re.compile(mount.path_regex.pattern, re.DOTALL)
-    return [_openapi(prefix, name), mount, Route(prefix, endpoint, methods=_METHODS)]
+    return [_openapi(prefix, name), mount, Route(prefix, app, methods=_METHODS)]
 
 
 def create_app(
@@ -313,6 +357,7 @@ def create_app(
     body_limits: BodyLimits | None = None,
     readiness_timeout: float = 2.0,
     page: bool = True,
+    docs: bool = True,
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
 ) -> Starlette:
     """A Starlette application serving the three contracts over ``engine``.
@@ -321,7 +366,8 @@ def create_app(
     ``GET /healthz`` answers while the process is up, ``GET /readyz`` when the
     store answers too (503 otherwise). Each contract's OpenAPI document is at
     ``<prefix>/openapi.json`` (:mod:`learnloop.server.openapi`). ``page`` serves the learner page at
-    ``GET /`` (its files under ``/static``; see :mod:`learnloop.server.page`).
+    ``GET /`` (its files under ``/static``; see :mod:`learnloop.server.page`), ``docs`` the API
+    reference (Swagger UI over the three documents) at ``GET /docs``.
     ``keys`` gives the credentials of all
     three (``None``: authentication off, every request belongs to the
     application ``"default"``). Each of ``v1``, ``v2`` and ``voice`` is ``True``
@@ -333,28 +379,31 @@ def create_app(
 
     >>> app = create_app(Engine(), voice=False)
     >>> [route.path for route in app.routes]
-    ['/healthz', '/readyz', '/', '/static', '/v1/openapi.json', '/v1', '/v1', '/v2/openapi.json', '/v2', '/v2']
+    ['/healthz', '/readyz', '/', '/static', '/docs', '/v1/openapi.json', '/v1', '/v1', '/v2/openapi.json', '/v2', '/v2']
     """
     keys = keys or Keys()
     limits = body_limits or BodyLimits()
     routes = _health_routes(engine, readiness_timeout) + (page_routes() if page else [])
+    if docs:
+        routes += docs_routes(static=not page)
     if v1 is not False:
         facade1: JsonFacade = V1Api(engine, keys.api_keys, key_expiry=keys.api_key_expiry) if v1 is True else v1
         errors1 = _Errors("errors", getattr(facade1, "error_link", DEFAULT_ERROR_LINK))
-        routes.extend(_mount("/v1", _json_route("/v1", facade1, errors1, limits.v1), "v1"))
+        routes.extend(_mount("/v1", _json_route("/v1", facade1, errors1, limits.v1), "v1", errors1))
     if v2 is not False:
         facade2: JsonFacade = V2Api(engine, keys.api_keys) if v2 is True else v2
-        routes.extend(_mount("/v2", _json_route("/v2", facade2, _Errors("error", None), limits.v2), "v2"))
+        errors2 = _Errors("error", None)
+        routes.extend(_mount("/v2", _json_route("/v2", facade2, errors2, limits.v2), "v2", errors2))
     if voice is not False:
         errors3 = _Errors("errors", None)
         if voice is True and importlib.util.find_spec("pocketsphinx") is None:
             hint = "the voice API needs the 'voice' extra: pip install 'learnloop[voice]'"
-            routes.extend(_mount("/api/v1", _unavailable(errors3, hint), "voice"))
+            routes.extend(_mount("/api/v1", _unavailable(errors3, hint), "voice", errors3))
         else:
             facade3: FormFacade = (
                 VoiceApi(api_keys=keys.api_keys, jwt_issuers=keys.jwt_issuers, key_expiry=keys.api_key_expiry)
                 if voice is True
                 else voice
             )
-            routes.extend(_mount("/api/v1", _voice_route("/api/v1", facade3, errors3, limits.voice), "voice"))
+            routes.extend(_mount("/api/v1", _voice_route("/api/v1", facade3, errors3, limits.voice), "voice", errors3))
     return Starlette(routes=routes, lifespan=lifespan)

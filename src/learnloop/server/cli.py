@@ -13,6 +13,7 @@ import argparse
 import inspect
 import os
 import socket
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -51,7 +52,9 @@ def open_engine(url: str, *, seed: int | None = None) -> Engine:
     ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or a bare
     path: the SQLite store. ``memory://``: an in-memory store (one process
     only). ``postgresql://...``: the PostgreSQL store, where this version of
-    learnloop has one.
+    learnloop has one. A store that cannot be opened raises
+    :class:`StoreUrlError`, its message one line naming the problem (never a
+    PostgreSQL password).
 
     >>> open_engine("memory://").store.__class__.__name__
     'MemoryStore'
@@ -59,38 +62,84 @@ def open_engine(url: str, *, seed: int | None = None) -> Engine:
     Traceback (most recent call last):
     ...
     learnloop.server.cli.StoreUrlError: unknown store URL scheme 'mysql'; use sqlite:///path.db, postgresql://... or memory://
+    >>> open_engine("sqlite:/x.db")
+    Traceback (most recent call last):
+    ...
+    learnloop.server.cli.StoreUrlError: a SQLite URL is sqlite:///relative/path.db or sqlite:////absolute/path.db, not 'sqlite:/x.db'
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
         if not url.strip():
             raise StoreUrlError("the store URL is empty")
-        return Engine.open(url, seed=seed)
+        named, colon, _ = url.partition(":")
+        if colon and named.lower() in _SCHEMES:  # sqlite:/x.db, memory:, postgresql:x: a URL missing its //
+            raise StoreUrlError(_malformed(named.lower(), url))
+        return _open_sqlite(url, seed)
     scheme = scheme.lower()
     if scheme == "memory":
+        if rest:
+            raise StoreUrlError(_malformed(scheme, url))
         return Engine(seed=seed)
     if scheme == "sqlite":
         if not rest.startswith("/") or len(rest) < 2:
-            raise StoreUrlError(
-                f"a SQLite URL is sqlite:///relative/path.db or sqlite:////absolute/path.db, not {url!r}"
-            )
-        return Engine.open(rest[1:], seed=seed)
+            raise StoreUrlError(_malformed(scheme, url))
+        return _open_sqlite(rest[1:], seed)
     if scheme in ("postgresql", "postgres"):
-        import importlib.util
-
-        if importlib.util.find_spec("learnloop.store.postgres") is None:
-            raise StoreUrlError("this version of learnloop has no PostgreSQL store; use sqlite:///path.db")
-        try:
-            return Engine.open(url, seed=seed)
-        except ImportError as exc:
-            raise StoreUrlError(
-                f"PostgreSQL needs the 'postgres' extra: pip install 'learnloop[postgres]' ({exc})"
-            ) from None
-        except Exception as exc:
-            if type(exc).__module__.partition(".")[0] != "psycopg":
-                raise
-            # psycopg's message names the host and the database, never the password
-            raise StoreUrlError(f"cannot open the PostgreSQL store: {exc}") from None
+        return _open_postgres(url, seed)
     raise StoreUrlError(f"unknown store URL scheme {scheme!r}; use sqlite:///path.db, postgresql://... or memory://")
+
+
+_SCHEMES = ("sqlite", "memory", "postgresql", "postgres")
+
+
+def _malformed(scheme: str, url: str) -> str:
+    if scheme == "sqlite":
+        return f"a SQLite URL is sqlite:///relative/path.db or sqlite:////absolute/path.db, not {url!r}"
+    if scheme == "memory":
+        return f"the in-memory store is memory:// with nothing after it, not {url!r}"
+    return "a PostgreSQL URL is postgresql://user@host:port/database (the URL given has no '//')"
+
+
+def _open_sqlite(path: str, seed: int | None) -> Engine:
+    file = Path(path)
+    folder = file.parent
+    if not folder.is_dir():
+        problem = f"{folder} is not a directory" if folder.exists() else f"the directory {folder} does not exist"
+        raise StoreUrlError(f"cannot open the SQLite store {path}: {problem}")
+    if file.is_dir():
+        raise StoreUrlError(f"cannot open the SQLite store {path}: it is a directory")
+    try:
+        return Engine.open(file, seed=seed)
+    except (sqlite3.Error, OSError) as exc:
+        # e.g. "file is not a database", "unable to open database file", "attempt to write a readonly database"
+        raise StoreUrlError(f"cannot open the SQLite store {path}: {_one_line(str(exc))}") from None
+
+
+def _open_postgres(url: str, seed: int | None) -> Engine:
+    import importlib.util
+
+    if importlib.util.find_spec("learnloop.store.postgres") is None:
+        raise StoreUrlError("this version of learnloop has no PostgreSQL store; use sqlite:///path.db")
+    try:
+        return Engine.open(url, seed=seed)
+    except ImportError as exc:
+        raise StoreUrlError(
+            f"PostgreSQL needs the 'postgres' extra: pip install 'learnloop[postgres]' ({_one_line(str(exc))})"
+        ) from None
+    except Exception as exc:
+        if type(exc).__module__.partition(".")[0] not in ("psycopg", "psycopg_pool"):
+            raise
+        # psycopg's message names the host and the database, never the password
+        raise StoreUrlError(f"cannot open the PostgreSQL store: {_one_line(str(exc))}") from None
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks and runs of blanks made single spaces.
+
+    >>> _one_line("connection failed\\n\\tIs the server running?")
+    'connection failed Is the server running?'
+    """
+    return " ".join(text.split())
 
 
 def load_sample_course(engine: Engine, applications: Sequence[str]) -> list[str]:
@@ -189,18 +238,49 @@ def _serve_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "Health: GET /healthz (process up), GET /readyz (store reachable)."
     )
     parser.add_argument(
-        "--store", default=DEFAULT_STORE, help="sqlite:///path.db (default %(default)s), postgresql://..."
+        "--store",
+        default=DEFAULT_STORE,
+        metavar="URL",
+        help="where the state is kept: sqlite:///relative/path.db, sqlite:////absolute/path.db, "
+        "postgresql://user@host/database (the 'postgres' extra) or memory:// (in memory, one process only; "
+        "lost at exit) (default: %(default)s)",
     )
     auth = parser.add_mutually_exclusive_group()
-    auth.add_argument("--keys", type=Path, help="TOML file of API keys and JWT issuers (see docs/deploy.md)")
-    auth.add_argument("--no-auth", action="store_true", help="serve without credentials (application 'default')")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
-    parser.add_argument("--port", type=int, default=8000, help="port to bind (default %(default)s)")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (default %(default)s)")
-    parser.add_argument("--demo", action="store_true", help="load the sample course for applications without one")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the engine's recommendations")
-    parser.add_argument("--no-voice", action="store_true", help="do not serve the voice API")
-    parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    auth.add_argument(
+        "--keys",
+        type=Path,
+        metavar="FILE",
+        help="TOML file of API keys and JWT issuers (see docs/deploy.md); one of --keys and --no-auth is required "
+        "(default: none)",
+    )
+    auth.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="serve without credentials, every request belonging to application 'default' (default: off)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8000, help="port to bind (default: %(default)s)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default: %(default)s)")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="load the sample course for every application that has no catalog yet (default: off)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the engine's recommendations, the same in every worker (default: none, each session draws its own)",
+    )
+    parser.add_argument(
+        "--no-voice", action="store_true", help="do not serve the voice API at /api/v1 (default: off, it is served)"
+    )
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's log level (default: %(default)s)",
+    )
     return parser
 
 
@@ -227,6 +307,7 @@ def serve(args: argparse.Namespace) -> int:
         + (f"keys from {settings.keys_file}" if keys.authenticated else "no authentication")
         + f"\n  learning API v1  {base}/v1\n  learning API v2  {base}/v2"
         + ("" if args.no_voice else f"\n  voice API        {base}/api/v1")
+        + f"\n  API reference    {base}/docs"
         + f"\n  health           {base}/healthz, {base}/readyz",
         file=sys.stderr,
         flush=True,
@@ -274,7 +355,7 @@ def _run_workers(host: str, port: int, workers: int, log_level: str) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"learnloop serve: {message}", file=sys.stderr)
+    print(f"learnloop serve: {_one_line(message)}", file=sys.stderr)
     return 2
 
 

@@ -11,6 +11,8 @@
     user: "",
     items: new Map(), // item_id -> item of the item database
     catalog: null, // the chosen catalog
+    catalogs: new Map(), // catalog_id -> catalog of the application
+    catalogWanted: null, // the catalog named in the address (#catalog=...), until shown
     nodes: new Map(), // topic_id -> {group, shape, value} of the graph
     session: null, // session_context
     recommendation: null,
@@ -120,6 +122,7 @@
     const fragment = new URLSearchParams(location.hash.slice(1));
     if (fragment.has("key")) sessionStorage.setItem("learnloop-key", fragment.get("key"));
     if (fragment.has("user")) localStorage.setItem("learnloop-user", fragment.get("user"));
+    if (fragment.has("catalog")) state.catalogWanted = fragment.get("catalog");
     if (location.hash) history.replaceState(null, "", location.pathname + location.search);
     let user = localStorage.getItem("learnloop-user");
     if (!user) {
@@ -138,6 +141,25 @@
     localStorage.setItem("learnloop-user", state.user);
   }
 
+  // another learner: what the page shows from now on is theirs (a session under way was the other's)
+  async function changeLearner(event) {
+    event.preventDefault();
+    applySettings();
+    clearError();
+    $("session").hidden = true;
+    state.session = null;
+    state.recommendation = null;
+    if (!state.catalog) return;
+    busy(true);
+    try {
+      await refreshMastery(null);
+    } catch (error) {
+      showError(String(error.message ?? error));
+    } finally {
+      busy(false);
+    }
+  }
+
   async function connect() {
     applySettings();
     clearError();
@@ -147,12 +169,16 @@
       const catalogs = await Promise.all(ids.map((id) => v2("query-catalog", { catalog_id: id })));
       const items = (await v2("query-item-database")).items;
       state.items = new Map(items.map((item) => [item.item_id, item]));
+      catalogs.sort((a, b) => (a.catalog_id < b.catalog_id ? -1 : a.catalog_id > b.catalog_id ? 1 : 0));
       $("catalog").replaceChildren(
         ...catalogs.map((c) => el("option", { value: c.catalog_id, text: `${c.display_name} (${c.catalog_id})` })),
       );
       state.catalogs = new Map(catalogs.map((c) => [c.catalog_id, c]));
       if (!catalogs.length) showError("This application has no course yet: upload a catalog (POST /v2/upsert-catalog).");
-      else await chooseCatalog();
+      else {
+        $("catalog").value = preferredCatalog(catalogs.map((c) => c.catalog_id));
+        await chooseCatalog();
+      }
     } catch (error) {
       $("connection").open = true;
       showError(String(error.message ?? error));
@@ -161,9 +187,21 @@
     }
   }
 
+  // the course shown first: the one named in the address (#catalog=...), else the last one shown in this
+  // browser, else the demo's sample course, else the first by id; a course made later never takes over,
+  // since the one shown is remembered
+  const SAMPLE_COURSE = "sample-course";
+
+  function preferredCatalog(ids) {
+    const wanted = [state.catalogWanted, localStorage.getItem("learnloop-catalog"), SAMPLE_COURSE];
+    return wanted.find((id) => id && ids.includes(id)) ?? ids[0];
+  }
+
   async function chooseCatalog() {
     const catalog = state.catalogs.get($("catalog").value);
     state.catalog = catalog;
+    state.catalogWanted = null;
+    localStorage.setItem("learnloop-catalog", catalog.catalog_id);
     const parents = new Map();
     for (const topic of catalog.topics) {
       for (const child of topic.child_topic_refs ?? []) parents.set(child.topic_id, topic.topic_id);
@@ -577,6 +615,7 @@
     busy(false);
     readSettings();
     $("connect").addEventListener("click", connect);
+    $("learner").addEventListener("submit", changeLearner);
     $("catalog").addEventListener("change", () => chooseCatalog().catch((e) => showError(String(e.message ?? e))));
     $("session-form").addEventListener("submit", startSession);
     $("again").addEventListener("click", () => {
