@@ -122,10 +122,9 @@ def _open_postgres(url: str, seed: int | None) -> Engine:
         raise StoreUrlError("this version of learnloop has no PostgreSQL store; use sqlite:///path.db")
     try:
         return Engine.open(url, seed=seed)
-    except ImportError as exc:
-        raise StoreUrlError(
-            f"PostgreSQL needs the 'postgres' extra: pip install 'learnloop[postgres]' ({_one_line(str(exc))})"
-        ) from None
+    except ImportError as exc:  # the store's own message names the extra and its install line
+        cause = f" ({_one_line(str(exc.__cause__))})" if exc.__cause__ is not None else ""
+        raise StoreUrlError(_one_line(str(exc)) + cause) from None
     except Exception as exc:
         if type(exc).__module__.partition(".")[0] not in ("psycopg", "psycopg_pool"):
             raise
