@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from learnloop import Engine
-from learnloop.datasets import ResponseLog, align, from_columns, read_csv, read_item_skills, read_three_line
+from learnloop.datasets import (
+    ResponseLog,
+    align,
+    from_columns,
+    read_csv,
+    read_datashop,
+    read_item_skills,
+    read_three_line,
+)
 from learnloop.errors import ValidationError
 
 DATA = Path(__file__).parents[1] / "data"
@@ -172,3 +181,40 @@ def test_a_bad_cell_of_a_csv_file_is_named_with_its_line(tmp_path: Path) -> None
         ValidationError, match=r"log.csv: column 'correct', row 2 \(line 5\): expected 0 or 1 .*got 'maybe'"
     ):
         read_csv(path, learner="user_id", item="problem_id", correct="correct")
+
+
+def test_datashop_slice_of_kdd_cup_carries_its_times_to_the_log() -> None:
+    path = DATA / "kddcup2010_ct_head.tsv"
+    log = read_datashop(path)
+    assert log.timed and log.n_learners == 11 and log.n_responses == 11 * 120
+    first = path.read_text(encoding="latin-1").split("\n")[1].split("\t")
+    assert log.learner_ids[0] == first[1] and log.item_ids[0] == f"{first[3]}/{first[5]}"
+    start = datetime.fromisoformat(first[6]).replace(tzinfo=UTC).timestamp()
+    assert log.time[0] == start
+    assert log.correct[0] == float(first[13])
+    # real gaps: within a learner the times increase, some by more than a day
+    steps = np.diff(log.time)[~log.first[1:]]
+    assert np.all(steps > 0) and (steps > 86400).any()
+    # the times survive a split by learner and the events an engine is fed
+    train, test = log.split(0.3, seed=0)
+    assert train.timed and test.timed and np.isin(test.time, log.time).all()
+    _, events = next(iter(test.events()))
+    assert events[0]["timestamp"].startswith(datetime.fromtimestamp(test.time[0], UTC).strftime("%Y-%m-%d"))
+
+
+def test_datashop_step_of_two_components_is_one_response_and_a_missing_column_is_named(tmp_path: Path) -> None:
+    head = "Anon Student Id\tProblem Name\tStep Name\tStep Start Time\tCorrect First Attempt\tKC(Default)\n"
+    steps = tmp_path / "two.tsv"
+    steps.write_text(
+        head + "s1\tp\tx\t2006-10-26 09:51:58.0\t1\ta~~b\ns1\tp\ty\t2006-10-27 09:00:00.0\t0\t\n"
+        "s1\tq\tz\t\t\ta\n",  # no answer (a test row): left out
+        encoding="latin-1",
+    )
+    log = read_datashop(steps)
+    assert log.n_responses == 2 and log.correct.tolist() == [1.0, 0.0]
+    assert [log.skill_ids[s] for s in log.skill_idx[log.skill_ptr[0] : log.skill_ptr[1]]] == ["a", "b"]
+    assert log.time[1] - log.time[0] == pytest.approx(86400 - 3118)
+    bad = tmp_path / "steps.tsv"
+    bad.write_text("Anon Student Id\tProblem Name\n1\tp\n", encoding="latin-1")
+    with pytest.raises(ValueError, match="Step Name"):
+        read_datashop(bad)

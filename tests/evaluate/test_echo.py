@@ -70,7 +70,10 @@ def test_copied_rows_get_a_large_pair_weight_and_the_echo_lifts_the_auc() -> Non
     with_echo, without = metrics(valid.correct, model.predict(valid)), metrics(valid.correct, plain.predict(valid))
     assert with_echo["auc"] > without["auc"] + 0.02
     assert with_echo["log_loss"] < without["log_loss"] - 0.02
-    fit = fit_options(train, start=OPTIONS, grid={}, folds=2, progress=False, refine=(), topic_rates=False)
+    # the log's times are answer numbers (a second apart), not gaps: no forgetting term tried
+    fit = fit_options(
+        train, start=OPTIONS, grid={}, folds=2, progress=False, refine=(), topic_rates=False, forgetting=False
+    )
     assert fit.tried[-1][0] == {"echo": True} and fit.echo is True
 
 

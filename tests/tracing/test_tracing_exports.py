@@ -6,10 +6,10 @@ import learnloop.tracing
 
 EXPECTED = [
     "AbilityEstimate", "BKT", "BKTParams", "B_LIMIT", "Calibration", "DAY_SECONDS", "Event", "EventKind",
-    "FSRS_WEIGHTS", "ItemParams", "LearnerModel", "LearnerState", "Memory", "MemoryModel", "Sequences",
+    "FSRS_WEIGHTS", "Forgetting", "ItemParams", "LearnerModel", "LearnerState", "Memory", "MemoryModel", "Sequences",
     "Status", "TopicStructure", "as_epoch_seconds", "auc", "b_to_difficulty", "bkt_p_correct", "bkt_step",
     "calibrate", "difficulty_to_b", "display_skill", "estimate_ability", "expected_calibration_error",
-    "expected_p_correct", "fisher_information", "item_credit", "log_loss", "p_correct", "predict_sequences",
+    "expected_p_correct", "fisher_information", "item_credit", "log_loss", "memory_trace", "p_correct", "predict_sequences",
     "proficiency", "progress", "recall_probability", "skill_level", "update_ability",
 ]  # fmt: skip
 

@@ -2,7 +2,9 @@
 
 Readers take a path (nothing is downloaded): :func:`read_three_line` for the
 DKT / DKVMN benchmark files, :func:`read_csv` for ASSISTments-style CSV files,
-:func:`from_columns` for a DataFrame or any table of named columns. Each gives
+:func:`read_datashop` for step-level DataShop exports (the KDD Cup 2010 files, with
+their times), :func:`from_columns` for a DataFrame or any table of named columns
+(``time=``: event times, which the evaluation replays). Each gives
 a :class:`ResponseLog`, which splits by learner and turns into items, a catalog
 (one topic per skill) and event streams for :class:`learnloop.Engine`.
 
@@ -16,6 +18,15 @@ ResponseLog(3 responses of 2 learners, 2 items, 2 skills, ordered)
 """
 
 from learnloop.datasets._log import ResponseLog, align, identifiers
-from learnloop.datasets._readers import from_columns, read_csv, read_item_skills, read_three_line
+from learnloop.datasets._readers import from_columns, read_csv, read_datashop, read_item_skills, read_three_line
 
-__all__ = ["ResponseLog", "align", "from_columns", "identifiers", "read_csv", "read_item_skills", "read_three_line"]
+__all__ = [
+    "ResponseLog",
+    "align",
+    "from_columns",
+    "identifiers",
+    "read_csv",
+    "read_datashop",
+    "read_item_skills",
+    "read_three_line",
+]

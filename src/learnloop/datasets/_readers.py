@@ -15,7 +15,7 @@ from learnloop._types import FloatArray
 from learnloop.datasets._log import ResponseLog
 from learnloop.errors import ValidationError
 
-__all__ = ["from_columns", "read_csv", "read_item_skills", "read_three_line"]
+__all__ = ["from_columns", "read_csv", "read_datashop", "read_item_skills", "read_three_line"]
 
 #: made-up times start here, one minute apart, when a log has none
 ORIGIN = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
@@ -130,6 +130,41 @@ def read_csv(
         where=lambda r: f"row {r} (line {lines[r]})",
         source=f"{path}: ",
     )
+
+
+def read_datashop(
+    path: str | Path,
+    *,
+    kc: str = "KC(Default)",
+    time: str = "Step Start Time",
+    encoding: str = "latin-1",
+) -> ResponseLog:
+    """A step-level log in the tab-separated export of the PSLC DataShop, as the KDD Cup 2010 files
+    (``algebra_2006_2007_train.txt``, ...) publish it: one row per step a student took, the item being
+    the step of its problem (``Problem Name`` and ``Step Name``), the answer ``Correct First
+    Attempt``, the skills the ``kc`` column's knowledge components (several joined by ``~~``), the
+    time ``time`` (``Step Start Time``; a step without one takes its ``First Transaction Time``).
+    Rows without an answer (the challenge's test rows) are left out; see :func:`from_columns` for the
+    rest. Raises ValueError naming a missing column.
+    """
+    wanted = ["Anon Student Id", "Problem Name", "Step Name", "Correct First Attempt", kc, time]
+    columns: dict[str, list[str]] = {"learner": [], "item": [], "correct": [], "skill": [], "time": []}
+    with Path(path).open(encoding=encoding, newline="") as handle:
+        reader = csv.DictReader(handle, delimiter="\t")
+        missing = [c for c in wanted if c not in (reader.fieldnames or ())]
+        if missing:
+            raise ValueError(f"{path}: no column {', '.join(map(repr, missing))} (columns: {reader.fieldnames})")
+        fallback = "First Transaction Time" if "First Transaction Time" in (reader.fieldnames or ()) else time
+        for row in reader:
+            moment = (row[time] or row[fallback] or "").strip()
+            item = f"{row['Problem Name']}/{row['Step Name']}"
+            for skill in (row[kc] or "").split("~~") or [""]:  # one row per skill: merged into one response
+                columns["learner"].append(row["Anon Student Id"])
+                columns["item"].append(item)
+                columns["correct"].append(row["Correct First Attempt"])
+                columns["skill"].append(skill.strip())
+                columns["time"].append(moment)
+    return from_columns(columns, learner="learner", item="item", correct="correct", skill="skill", time="time")
 
 
 def from_columns(

@@ -17,12 +17,22 @@ predictions (AUC, RMSE, log loss, calibration error). The models: baselines
 True
 """
 
-from learnloop.evaluate._fit import DEFAULT_GRID, OptionsFit, fit_engine, fit_options
+from learnloop.evaluate._fit import DEFAULT_GRID, OptionsFit, fit_engine, fit_forgetting, fit_options
 from learnloop.evaluate._models import BKTModel, EngineModel, GlobalMean, ItemMean, Model, SkillMean
-from learnloop.evaluate._protocol import Report, Result, evaluate, metrics, reliability
+from learnloop.evaluate._protocol import (
+    GAP_BINS,
+    Report,
+    Result,
+    by_gap,
+    evaluate,
+    metrics,
+    reliability,
+    skill_gaps,
+)
 
 __all__ = [
     "DEFAULT_GRID",
+    "GAP_BINS",
     "BKTModel",
     "EngineModel",
     "GlobalMean",
@@ -32,9 +42,12 @@ __all__ = [
     "Report",
     "Result",
     "SkillMean",
+    "by_gap",
     "evaluate",
     "fit_engine",
+    "fit_forgetting",
     "fit_options",
     "metrics",
     "reliability",
+    "skill_gaps",
 ]

@@ -21,7 +21,7 @@ from learnloop.tracing import log_loss
 if TYPE_CHECKING:
     from learnloop.engine import Engine
 
-__all__ = ["DEFAULT_GRID", "OptionsFit", "fit_engine", "fit_options"]
+__all__ = ["DEFAULT_GRID", "OptionsFit", "fit_engine", "fit_forgetting", "fit_options"]
 
 #: the values tried for each setting, in the order the coordinate search visits them; a
 #: tuple of names is one coordinate whose values are tuples (settings that only act together)
@@ -43,8 +43,10 @@ class OptionsFit:
     score (in order), whether the search was stopped early (Ctrl-C), the item refinement
     chosen (``EngineModel(refine=...)``: None, ``"b"`` or ``"ab"``; tried in ``tried`` as
     ``{"refine": ...}`` with the chosen settings), whether per-topic learning rates were
-    chosen (``EngineModel(topic_rates=...)``; tried as ``{"topic_rates": True}``) and whether
-    the answer echo was (``EngineModel(echo=...)``; tried as ``{"echo": True}``); the item
+    chosen (``EngineModel(topic_rates=...)``; tried as ``{"topic_rates": True}``), whether
+    the answer echo was (``EngineModel(echo=...)``; tried as ``{"echo": True}``) and the forgetting
+    term chosen (``EngineModel(forgetting=...)``: None, ``"fsrs"`` or ``"fitted"``; tried as
+    ``{"forgetting": ...}``, on a timed log only); the item
     calibration the folds used (``EngineModel(calibrate=...)``) and the catalog fitted on
     (``EngineModel(index=...)``, None: one topic per skill of the log).
 
@@ -62,6 +64,7 @@ class OptionsFit:
     echo: bool = False
     calibration: bool | str = True
     index: CatalogIndex | None = field(default=None, compare=False)
+    forgetting: str | None = None
 
     def model(self, *, name: str = "learnloop engine model (fitted)", progress: bool = False) -> EngineModel:
         """The :class:`EngineModel` with every fitted setting: the options, the item calibration, the
@@ -77,6 +80,7 @@ class OptionsFit:
             refine=self.refine,
             topic_rates=self.topic_rates,
             echo=self.echo,
+            forgetting=self.forgetting,
         )
 
     def __repr__(self) -> str:
@@ -93,7 +97,7 @@ class OptionsFit:
                 f"({len(self.tried)} settings tried{stopped})",
                 *textwrap.wrap(settings, 100, initial_indent="  options: ", subsequent_indent="           "),
                 f"  calibration={self.calibration!r}, refine={self.refine!r}, topic_rates={self.topic_rates}, "
-                f"echo={self.echo}",
+                f"echo={self.echo}, forgetting={self.forgetting!r}",
                 "  fit.model(): the EngineModel with these; fit.tried: every setting with its score",
             ]
         )
@@ -117,6 +121,7 @@ def fit_options(
     refine: Sequence[str] = ("b", "ab"),
     topic_rates: bool = True,
     echo: bool = True,
+    forgetting: bool = True,
 ) -> OptionsFit:
     """Choose the learner model's settings by coordinate search on ``folds`` folds of
     ``train``'s learners: each setting in turn takes the value of ``grid`` with the
@@ -133,7 +138,10 @@ def fit_options(
     novelty (``EngineModel(topic_rates=True)``) are fitted on each fold's training part, on
     top of the chosen settings and refinement, and kept if they lower it. Then, with ``echo``, the
     answer echo (``EngineModel(echo=True)``) is fitted the same way on top of all that and kept
-    if it lowers it.
+    if it lowers it. Last, with ``forgetting`` and a log with times (``train.timed``), the
+    forgetting term (``EngineModel(forgetting=...)``): the FSRS defaults and the term fitted to
+    each fold's training part, on top of all that; the better of the two is kept if it lowers the
+    mean validation log loss, else none.
     """
     grid = dict(DEFAULT_GRID if grid is None else grid)
     names = {n for key in grid for n in ((key,) if isinstance(key, str) else key)}
@@ -182,7 +190,9 @@ def fit_options(
     refined: str | None = None
     per_topic = False
     echoed = False
+    forgot: str | None = None
     rates: list[dict[str, dict[str, float]]] = [{} for _ in parts]
+    echoes: list[dict[str, Any] | None] = [None for _ in parts]
     try:
         for kind in () if interrupted else refine:
             losses, items = [], []
@@ -207,18 +217,57 @@ def fit_options(
             if tried[-1][1] < best - 1e-7:
                 best, per_topic, rates = tried[-1][1], True, fitted
         if echo and not interrupted:
-            losses = []
+            losses, fitted_echoes = [], []
             for (fold_train, valid), b, r in zip(parts, calibrated, rates, strict=True):
                 model = EngineModel(chosen, index=index)
                 model.calibration_, model.topic_rates_ = b, r
                 model.fit_echo(fold_train)
+                fitted_echoes.append(model.echo_)
                 losses.append(log_loss(valid.correct, model.predict(valid)))
             tried.append(({"echo": True}, float(np.mean(losses))))
             if tried[-1][1] < best - 1e-7:
-                best, echoed = tried[-1][1], True
+                best, echoed, echoes = tried[-1][1], True, fitted_echoes
+        for kind in ("fsrs", "fitted") if forgetting and train.timed and not interrupted else ():
+            losses = []
+            for (fold_train, valid), b, r, e in zip(parts, calibrated, rates, echoes, strict=True):
+                model = EngineModel(chosen, index=index, forgetting=kind)
+                model.calibration_, model.topic_rates_, model.echo_ = b, r, e
+                model.fit_forgetting(fold_train)
+                losses.append(log_loss(valid.correct, model.predict(valid)))
+            tried.append(({"forgetting": kind}, float(np.mean(losses))))
+            if tried[-1][1] < best - 1e-7:
+                best, forgot = tried[-1][1], kind
     except KeyboardInterrupt:
         interrupted = True
-    return OptionsFit(chosen, best, tuple(tried), interrupted, refined, per_topic, echoed, calibration, index)
+    return OptionsFit(
+        chosen, best, tuple(tried), interrupted, refined, per_topic, echoed, calibration, index, forgot
+    )  # fmt: skip
+
+
+def fit_forgetting(
+    train: ResponseLog,
+    *,
+    fit: OptionsFit | None = None,
+    options: LearnerOptions | Mapping[str, Any] | None = None,
+    index: CatalogIndex | None = None,
+) -> dict[str, Any]:
+    """The forgetting term fitted to ``train``'s gaps (its times, ``train.timed``), as the document
+    a catalog's settings can hold: ``{"weights", "time_scale", "scale", "topic_scale": {topic_id:
+    β}}`` (:meth:`learnloop.tracing.Forgetting.to_doc`; ``Forgetting.from_doc`` reads it back, and
+    ``Forgetting.predict_state`` applies it to a learner state at a time).
+
+    The term is fitted on top of the model of ``fit`` (every choice of :func:`fit_options`) or of the
+    learner model with ``options`` on ``index`` (None: one topic per skill of the log), that model
+    fitted to ``train`` first. It does not say whether the term helps: :func:`fit_options` decides
+    that on folds (``OptionsFit.forgetting``).
+    """
+    if not train.timed:
+        raise ValueError("the log has no times (timed is False): its gaps are made up")
+    model = fit.model() if fit is not None else EngineModel(options, index=index)
+    model.forgetting = "fitted"
+    model.fit(train)
+    assert model.forgetting_ is not None
+    return model.forgetting_
 
 
 def fit_engine(
@@ -256,6 +305,7 @@ def fit_engine(
         refine=(),  # the engine keeps its own calibration of the items: settings only
         topic_rates=False,  # and its own per-topic rates (Engine.calibrate(..., topic_rates=True))
         echo=False,  # and its own answer echo (Engine.calibrate(..., echo=True))
+        forgetting=False,  # the engine's predictions carry no forgetting term yet
     )
     if not fit.interrupted:
         engine.set_learner_options(catalog_id, fit.options, app=app)

@@ -22,6 +22,7 @@ from learnloop.tracing.calibration import refine_step
 from learnloop.tracing.echo import Echo, fit_echo, previous_answers
 from learnloop.tracing.rates import fit_topic_rates
 from learnloop.tracing.replay import trace_many
+from learnloop.tracing.retention import Forgetting, fit_forgetting, memory_trace
 
 __all__ = ["BKTModel", "EngineModel", "GlobalMean", "ItemMean", "Model", "SkillMean"]
 
@@ -214,6 +215,14 @@ class EngineModel:
     rows (a multi-skill problem written once per skill); ``echo_`` holds it by topic id
     (:meth:`Echo.to_doc`), None when not fitted.
 
+    ``forgetting``: last, bring the memory model into the prediction (:mod:`learnloop.tracing.retention`):
+    each answer's logit gets β log R, R the recall of the learner's memory of the topic after the gap
+    since the last answer on it, replayed with the log's times (``ResponseLog.time``). ``"fsrs"``: the
+    FSRS-4.5 weights on FSRS's clock, β = 1; ``"fitted"``: the clock scale and β (one per topic, kept
+    near the shared one) fitted to the training log's gaps (:meth:`fit_forgetting`); None: no term.
+    ``forgetting_`` holds it by topic id (:meth:`Forgetting.to_doc`), None when not used. A log without
+    times (``timed`` False) has made-up gaps of a minute: leave it None there.
+
     Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace_many`;
     an answer is posted on its item's first skill, as :meth:`ResponseLog.events` posts it.
     With ``index`` (an engine's compiled catalog, e.g. ``engine.catalog_index(cid)``) the model
@@ -234,9 +243,14 @@ class EngineModel:
         topic_rates: bool = False,
         topic_rate_steps: int = 2,
         echo: bool = False,
+        forgetting: str | None = None,
     ) -> None:
         if refine not in (None, "b", "ab"):
             raise ValueError(f"refine must be None, 'b' or 'ab', got {refine!r}")
+        if forgetting not in (None, "fsrs", "fitted"):
+            raise ValueError(f"forgetting must be None, 'fsrs' or 'fitted', got {forgetting!r}")
+        self.forgetting = forgetting
+        self.forgetting_: dict[str, Any] | None = None
         self.refine = refine
         self.refine_iterations = refine_iterations
         self.index = index
@@ -260,6 +274,7 @@ class EngineModel:
         self.calibration_ = {}
         self.topic_rates_ = {}
         self.echo_ = None
+        self.forgetting_ = None
         if self.calibrate and train.n_responses:
             kind: Literal["rasch", "2pl"] = "2pl" if self.calibrate == "2pl" else "rasch"
             fit = calibrate(
@@ -281,6 +296,27 @@ class EngineModel:
             self.fit_topic_rates(train)
         if self.echo and train.n_responses:
             self.fit_echo(train)
+        if self.forgetting and train.n_responses:
+            self.fit_forgetting(train)
+        return self
+
+    def fit_forgetting(self, train: ResponseLog) -> EngineModel:
+        """Set the forgetting term (see ``forgetting``): the FSRS defaults, or fitted to the model's
+        predictions (items, rates and echo as fitted) and the gaps of ``train``."""
+        self.forgetting_ = None
+        cm = self.catalog_model(train)
+        topic_ids = cm.index.topic_ids
+        if self.forgetting != "fitted":
+            self.forgetting_ = Forgetting().to_doc(topic_ids)
+            return self
+        position = self._positions(cm, train)
+        p = np.clip(self._base(cm, position, train), 1e-9, 1.0 - 1e-9)
+        topic = cm.index.item_topic[position[train.item]]
+        group = train.learner.astype(np.int64) * len(topic_ids) + topic
+        fit = fit_forgetting(
+            np.log(p / (1.0 - p)), train.correct, group, train.time, topic, n_topics=len(topic_ids)
+        )  # fmt: skip
+        self.forgetting_ = fit.to_doc(topic_ids)
         return self
 
     def fit_echo(self, train: ResponseLog) -> EngineModel:
@@ -365,6 +401,18 @@ class EngineModel:
     def predict(self, log: ResponseLog) -> FloatArray:
         cm = self.catalog_model(log)
         position = self._positions(cm, log)
+        p = self._base(cm, position, log)
+        if self.forgetting_ is None:
+            return p
+        topic_ids = cm.index.topic_ids
+        topic = cm.index.item_topic[position[log.item]]
+        term = Forgetting.from_doc(self.forgetting_, topic_ids)
+        group = log.learner.astype(np.int64) * len(topic_ids) + topic
+        log_recall, _ = memory_trace(term.memory_model(), group, log.time, log.correct)
+        return term.predict(p, log_recall, topic)
+
+    def _base(self, cm: CatalogModel, position: np.ndarray, log: ResponseLog) -> FloatArray:
+        """The predictions before the forgetting term: the replay, with the echo when fitted."""
         p = self._replay(cm, position, log)
         if self.echo_ is None:
             return p

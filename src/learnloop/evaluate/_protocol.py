@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,9 +13,18 @@ import numpy as np
 from learnloop._types import FloatArray
 from learnloop.datasets import ResponseLog, align
 from learnloop.evaluate._models import Model
-from learnloop.tracing import auc, expected_calibration_error, log_loss
+from learnloop.tracing import MemoryModel, auc, expected_calibration_error, log_loss, memory_trace
 
-__all__ = ["Report", "Result", "evaluate", "metrics", "reliability"]
+__all__ = ["GAP_BINS", "Report", "Result", "by_gap", "evaluate", "metrics", "reliability", "skill_gaps"]
+
+#: the gap bins of :func:`by_gap`: label, lower and upper bound of the gap in days (NaN: no earlier answer)
+GAP_BINS: tuple[tuple[str, float, float], ...] = (
+    ("first answer on the skill", math.nan, math.nan),
+    ("< 1 hour", 0.0, 1.0 / 24.0),
+    ("1 hour to 1 day", 1.0 / 24.0, 1.0),
+    ("1 day to 1 week", 1.0, 7.0),
+    (">= 1 week", 7.0, math.inf),
+)
 
 
 def metrics(y: FloatArray, p: FloatArray) -> dict[str, float]:
@@ -37,6 +47,43 @@ def reliability(y: FloatArray, p: FloatArray, *, n_bins: int = 10) -> tuple[Floa
     mean_p = np.bincount(bins, np.asarray(p, dtype=np.float64), n_bins)[keep] / count[keep]
     rate = np.bincount(bins, np.asarray(y, dtype=np.float64), n_bins)[keep] / count[keep]
     return mean_p, rate, count[keep].astype(np.float64)
+
+
+def skill_gaps(log: ResponseLog) -> FloatArray:
+    """Days since the same learner's previous answer on the same skill (its item's first skill; items
+    without one share a skill), NaN on the first: the gap a memory of the skill has to bridge."""
+    skill = np.where(log.item_skill[log.item] >= 0, log.item_skill[log.item], log.n_skills)
+    group = log.learner.astype(np.int64) * (log.n_skills + 1) + skill
+    return memory_trace(MemoryModel(), group, log.time, log.correct)[1]
+
+
+def by_gap(log: ResponseLog, predictions: FloatArray) -> list[dict[str, Any]]:
+    """The predictions' figures per gap bin of :data:`GAP_BINS` (:func:`skill_gaps`), and over all:
+    ``{"gap", "n", "correct", "mean_p", "auc", "ece", "log_loss"}`` (AUC NaN in a bin with one outcome)."""
+    p = np.asarray(predictions, dtype=np.float64)
+    y = log.correct
+    gap = skill_gaps(log)
+    rows = []
+    masks = [(label, np.isnan(gap) if math.isnan(lo) else (gap >= lo) & (gap < hi)) for label, lo, hi in GAP_BINS]
+    for label, mask in [*masks, ("all", np.ones(y.size, dtype=bool))]:
+        n = int(mask.sum())
+        if not n:
+            rows.append({"gap": label, "n": 0})
+            continue
+        yy, pp = y[mask], p[mask]
+        both = bool(((yy >= 0.5).any()) and ((yy < 0.5).any()))
+        rows.append(
+            {
+                "gap": label,
+                "n": n,
+                "correct": float(yy.mean()),
+                "mean_p": float(pp.mean()),
+                "auc": auc(yy, pp) if both else math.nan,
+                "ece": expected_calibration_error(yy, pp),
+                "log_loss": log_loss(yy, pp),
+            }
+        )
+    return rows
 
 
 @dataclass(frozen=True)

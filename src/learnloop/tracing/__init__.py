@@ -1,7 +1,7 @@
 """learnloop.tracing: what a learner knows.
 
 IRT ability (Rasch/2PL) with an online Bayesian update, item calibration from
-the event log, BKT, an FSRS-style forgetting model, the v1/v2 status figures,
+the event log, BKT, an FSRS-style forgetting model (and its term in the prediction, fitted to a log's gaps), the v1/v2 status figures,
 and :class:`LearnerModel`, which joins them over a catalog's topic graph.
 Everything works on numpy arrays indexed by a catalog's item positions and
 topic indices; nothing here knows of HTTP or storage. See ``docs/models.md``.
@@ -32,6 +32,7 @@ from .irt import (
 )
 from .learner import LearnerModel, LearnerState, Status
 from .metrics import auc, expected_calibration_error, log_loss
+from .retention import Forgetting, memory_trace
 from .status import display_skill, item_credit, proficiency, progress, skill_level
 from .structure import Event, EventKind, ItemParams, TopicStructure
 
@@ -45,6 +46,7 @@ __all__ = [
     "Event",
     "EventKind",
     "FSRS_WEIGHTS",
+    "Forgetting",
     "ItemParams",
     "LearnerModel",
     "LearnerState",
@@ -67,6 +69,7 @@ __all__ = [
     "fisher_information",
     "item_credit",
     "log_loss",
+    "memory_trace",
     "p_correct",
     "predict_sequences",
     "proficiency",

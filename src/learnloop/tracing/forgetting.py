@@ -108,7 +108,12 @@ class Memory:
 
 
 class MemoryModel:
-    """FSRS-style memory updates (see the module docstring for the equations)."""
+    """FSRS-style memory updates (see the module docstring for the equations).
+
+    ``time_scale`` multiplies every elapsed time before the forgetting curve reads it: a
+    memory decays ``time_scale`` times as fast as under FSRS's clock (1: the FSRS defaults;
+    :func:`learnloop.tracing.retention.fit_forgetting` fits it to a log's gaps).
+    """
 
     def __init__(
         self,
@@ -116,8 +121,11 @@ class MemoryModel:
         weights: tuple[float, ...] = FSRS_WEIGHTS,
         lapse_below: float = 0.5,
         good_from: float = 0.8,
+        time_scale: float = 1.0,
     ) -> None:
         problems = []
+        if not (math.isfinite(time_scale) and time_scale > 0.0):
+            problems.append(f"time_scale must be positive, got {time_scale}")
         if len(weights) != 17:
             problems.append(f"weights must have 17 values, got {len(weights)}")
         if not 0.0 <= lapse_below <= good_from <= 1.0:
@@ -127,6 +135,7 @@ class MemoryModel:
         self.weights = tuple(float(w) for w in weights)
         self.lapse_below = lapse_below
         self.good_from = good_from
+        self.time_scale = float(time_scale)
 
     def grade(self, score: float) -> int:
         """Grade 1 (lapse), 2 (hard) or 3 (good) of a score in [0, 1]."""
@@ -170,7 +179,7 @@ class MemoryModel:
         review at ``now`` (epoch seconds)."""
         g = self.grade(score)
         w = self.weights
-        elapsed = max(0.0, now - last_review) / DAY_SECONDS
+        elapsed = max(0.0, now - last_review) / DAY_SECONDS * self.time_scale
         r = _recall(s, elapsed)
         if g == 1:
             new_s = w[11] * d ** -w[12] * ((s + 1.0) ** w[13] - 1.0) * math.exp(w[14] * (1.0 - r))
@@ -203,11 +212,12 @@ class MemoryModel:
     def recall(self, memory: Memory, timestamp: datetime | float) -> float:
         """Predicted probability of recall at ``timestamp``."""
         elapsed = max(0.0, as_epoch_seconds(timestamp) - memory.last_review) / DAY_SECONDS
-        return _recall(memory.stability, elapsed)
+        return _recall(memory.stability, elapsed * self.time_scale)
 
     @staticmethod
     def recall_many(stability: ArrayLike, last_review: ArrayLike, timestamp: datetime | float) -> FloatArray:
-        """Vectorised recall over topics from arrays of stability and last review (NaN = never)."""
+        """Vectorised recall over topics from arrays of stability and last review (NaN = never),
+        on FSRS's clock (``time_scale`` 1)."""
         now = as_epoch_seconds(timestamp)
         elapsed = (now - np.asarray(last_review, dtype=np.float64)) / DAY_SECONDS
         return recall_probability(stability, elapsed)

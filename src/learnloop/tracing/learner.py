@@ -321,7 +321,8 @@ class LearnerModel:
         # NaN: what the formula gives for a topic never reviewed
         out = self._never_reviewed.copy() if state.n_topics == self.topics.n_topics else np.full(state.n_topics, np.nan)
         rows = state.memory_rows
-        out[state.memory_topics] = recall_probability(rows[:, _STAB], (now - rows[:, _LAST]) / 86400.0)
+        elapsed = (now - rows[:, _LAST]) / 86400.0 * self.memory_model.time_scale
+        out[state.memory_topics] = recall_probability(rows[:, _STAB], elapsed)
         return out
 
     def status(
