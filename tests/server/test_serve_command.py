@@ -174,7 +174,7 @@ def start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
 
 def stop(process: subprocess.Popen[str]) -> str:
     process.send_signal(signal.SIGINT)
-    out, _ = process.communicate(timeout=30)
+    out, _ = process.communicate(timeout=60)
     assert process.returncode == 0, out
     return out
 

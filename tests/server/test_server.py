@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -188,7 +188,7 @@ def test_a_facade_that_raises_is_a_500_in_its_contract_shape_without_a_traceback
 
 def test_health_and_readiness(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = Engine()
-    client = serve(create_app(engine, voice=False, readiness_timeout=0.5))
+    client = serve(create_app(engine, voice=False, readiness_timeout=60))  # (only a hang runs out of it)
     assert client.request("GET", "/healthz").json() == {"status": "ok"}
     assert client.request("GET", "/readyz").json() == {"status": "ready"}
 
@@ -202,8 +202,14 @@ def test_health_and_readiness(serve: Any, monkeypatch: pytest.MonkeyPatch) -> No
         {"status": "unavailable", "detail": "the store is not reachable: OSError"},
     )
     assert client.request("GET", "/healthz").status_code == 200  # the process is still up
-    monkeypatch.setattr(engine.store, "get", lambda *args: time.sleep(2))
-    r = client.request("GET", "/readyz")
+    # a store that does not answer until the test is over, behind a short readiness timeout
+    answer = threading.Event()
+    monkeypatch.setattr(engine.store, "get", lambda *args: answer.wait(60))
+    impatient = serve(create_app(engine, voice=False, readiness_timeout=0.5))
+    try:
+        r = impatient.request("GET", "/readyz")
+    finally:
+        answer.set()
     assert (r.status_code, r.json()["detail"]) == (503, "the store did not answer within 0.5 s")
 
 
