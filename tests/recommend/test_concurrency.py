@@ -39,6 +39,14 @@ def _course(engine: Engine, **kwargs: Any) -> str:
     return catalog.catalog_id
 
 
+def _fresh_processes() -> Any:
+    """A multiprocessing context whose processes hold nothing of this one (no engine, lock or thread), as
+    spawned ones: forked from a server process that imported learnloop once, instead of importing it each."""
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["learnloop"])
+    return ctx
+
+
 def _run_threads(workers: list[Callable[[], None]], timeout: float) -> list[BaseException]:
     """Run each worker in a daemon thread; a thread still alive after ``timeout`` is a hang."""
     errors: list[BaseException] = []
@@ -283,7 +291,7 @@ def test_four_processes_on_one_fresh_sqlite_file_share_secret_sessions_and_event
     catalog = setup.catalog(cid).model_dump(mode="json", exclude_none=True)
     setup.close()
 
-    ctx = mp.get_context("spawn")
+    ctx = _fresh_processes()
     # content is written by the first process to open the file, concurrently with the others
     barrier = ctx.Barrier(4)
     out = ctx.Queue()
@@ -710,7 +718,7 @@ def test_a_session_stepped_by_two_processes_in_turn_answers_as_one_process_does(
         cid = _course(engine)
         engine.close()
 
-    ctx = mp.get_context("spawn")
+    ctx = _fresh_processes()
     pipes, procs = [], []
     for _ in range(2):
         parent, child = ctx.Pipe()
