@@ -20,8 +20,8 @@ def test_an_exclusive_entry_waits_for_the_shared_holders_and_runs_once_they_leav
     thread.start()
     assert not entered.wait(0.2)  # the shared holder is still inside
     gate.exit_shared(counted)
-    assert entered.wait(10)
-    thread.join(10)
+    assert entered.wait(60)
+    thread.join(60)
     assert not thread.is_alive()
 
 
@@ -42,7 +42,7 @@ def test_a_shared_entry_waits_behind_a_waiting_exclusive_one() -> None:
 
     first = threading.Thread(target=exclusive)
     first.start()
-    assert exclusive_waits.wait(10)
+    assert exclusive_waits.wait(60)
     while not gate._waiting:  # the exclusive entry is waiting
         threading.Event().wait(0.01)
     second = threading.Thread(target=shared)
@@ -50,8 +50,8 @@ def test_a_shared_entry_waits_behind_a_waiting_exclusive_one() -> None:
     second.join(0.2)
     assert second.is_alive() and order == []
     gate.exit_shared(counted)
-    first.join(10)
-    second.join(10)
+    first.join(60)
+    second.join(60)
     assert order == ["exclusive", "shared"]
 
 

@@ -79,7 +79,7 @@ def uvicorn_thread(app: ASGIApp, **config: Any) -> Iterator[str]:
     server = uvicorn.Server(uvicorn.Config(app, **settings))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("uvicorn did not start")
@@ -88,7 +88,7 @@ def uvicorn_thread(app: ASGIApp, **config: Any) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=30)
+        thread.join(timeout=60)
         sock.close()
 
 

@@ -243,29 +243,35 @@ def keys_file(tmp_path: Path) -> Path:
 
 
 def start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
-    port = free_port()
-    command = [sys.executable, "-m", "learnloop.server", "--port", str(port), "--log-level", "warning", *args]
-    # a session of its own: cleaning up ends the server and its workers, and nothing else
-    process = subprocess.Popen(
-        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(process.communicate()[0])
-        try:
-            if httpx.get(base + "/readyz", timeout=1).status_code == 200:
-                return process, base
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("the server did not become ready")
+    for _ in range(3):  # a free port another process (a parallel test) took meanwhile: another port
+        port = free_port()
+        command = [sys.executable, "-m", "learnloop.server", "--port", str(port), "--log-level", "warning", *args]
+        # a session of its own: cleaning up ends the server and its workers, and nothing else
+        process = subprocess.Popen(
+            command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                out = process.communicate()[0]
+                if "address already in use" in out:
+                    break
+                raise AssertionError(out)
+            try:
+                if httpx.get(base + "/readyz", timeout=1).status_code == 200:
+                    return process, base
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the server did not become ready")
+    raise AssertionError(f"no free port: {out}")
 
 
 def stop(process: subprocess.Popen[str]) -> str:
     process.send_signal(signal.SIGINT)
-    out, _ = process.communicate(timeout=30)
+    out, _ = process.communicate(timeout=60)
     assert process.returncode == 0, out
     return out
 

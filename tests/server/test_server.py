@@ -191,7 +191,7 @@ def test_a_facade_that_raises_is_a_500_in_its_contract_shape_without_a_traceback
 
 def test_health_and_readiness(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = Engine()
-    client = serve(create_app(engine, voice=False, readiness_timeout=0.5))
+    client = serve(create_app(engine, voice=False, readiness_timeout=60))  # (only a hang runs out of it)
     assert client.request("GET", "/healthz").json() == {"status": "ok"}
     assert client.request("GET", "/readyz").json() == {"status": "ready"}
 
@@ -205,8 +205,14 @@ def test_health_and_readiness(serve: Any, monkeypatch: pytest.MonkeyPatch) -> No
         {"status": "unavailable", "detail": "the store is not reachable: OSError"},
     )
     assert client.request("GET", "/healthz").status_code == 200  # the process is still up
-    monkeypatch.setattr(engine.store, "get", lambda *args: time.sleep(2))
-    r = client.request("GET", "/readyz")
+    # a store that does not answer until the test is over, behind a short readiness timeout
+    answer = threading.Event()
+    monkeypatch.setattr(engine.store, "get", lambda *args: answer.wait(60))
+    impatient = serve(create_app(engine, voice=False, readiness_timeout=0.5))
+    try:
+        r = impatient.request("GET", "/readyz")
+    finally:
+        answer.set()
     assert (r.status_code, r.json()["detail"]) == (503, "the store did not answer within 0.5 s")
 
 
@@ -304,7 +310,7 @@ def test_a_request_in_flight_at_a_forced_shutdown_gets_the_contracts_error_body(
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline
         time.sleep(0.01)

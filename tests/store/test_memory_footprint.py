@@ -70,7 +70,8 @@ def test_overwrites_and_deletes_do_not_accumulate() -> None:
     try:
         before = tracemalloc.get_traced_memory()[0]
         # rewrite every event, one at a time and in batches: dead records never outweigh the live ones
-        for _ in range(20):
+        # (5 rounds leave about 163 KB here; without compaction they leave 1.1 MB, 3 rounds 0.8 MB)
+        for _ in range(5):
             for i in events[:100]:
                 store.put_many("events", "app", [(i.key, {**i.to_doc(), "score": 0.5})])
             store.put_many("events", "app", [(i.key, i.to_doc()) for i in events])

@@ -7,6 +7,8 @@ tests fail rather than skip.
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
 import av
 import numpy as np
@@ -14,10 +16,12 @@ import pytest
 
 from learnloop.voice import PronunciationScorer
 from learnloop.voice.audio import decode_audio
+from learnloop.voice.evidence import Evidence
 from learnloop.voice.synthesis import espeak_phonemes, synthesize
 
 PHRASE = "please call me tomorrow"
 OTHER = "the cat sat on the mat"
+SPEECHOCEAN = Path(__file__).resolve().parents[1] / "data" / "speechocean762"
 
 
 def encode(samples: np.ndarray, fmt: str) -> bytes:
@@ -56,4 +60,17 @@ def clips() -> dict[str, bytes]:
     samples, _ = decode_audio(out["phrase"])
     out["phrase.mp3"] = encode(samples, "mp3")
     out["phrase.webm"] = encode(samples, "webm")
+    return out
+
+
+@pytest.fixture(scope="session")
+def speechocean_evidence(scorer: PronunciationScorer) -> list[tuple[str, Evidence]]:
+    """(utterance, evidence against its labelled phones) for each utterance of the speechocean762 slice."""
+    labels: dict[str, dict] = json.loads((SPEECHOCEAN / "scores.json").read_text())
+    out = []
+    for utt, label in sorted(labels.items()):
+        audio = (SPEECHOCEAN / "WAVE" / f"{utt}.WAV").read_bytes()
+        words = label["words"]
+        ev = scorer.evidence(audio, " ".join(w["text"] for w in words), pronunciations=[w["phones"] for w in words])
+        out.append((utt, ev))
     return out

@@ -28,14 +28,9 @@ def corpus() -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def judged(scorer: PronunciationScorer, corpus: dict[str, dict]) -> list[tuple[str, Evidence]]:
-    out = []
-    for utt, label in sorted(corpus.items()):
-        audio = (SLICE / "WAVE" / f"{utt}.WAV").read_bytes()
-        words = label["words"]
-        ev = scorer.evidence(audio, " ".join(w["text"] for w in words), pronunciations=[w["phones"] for w in words])
-        out.append((utt, ev))
-    return out
+def judged(speechocean_evidence: list[tuple[str, Evidence]], corpus: dict[str, dict]) -> list[tuple[str, Evidence]]:
+    assert [utt for utt, _ in speechocean_evidence] == sorted(corpus)
+    return speechocean_evidence
 
 
 def test_phone_word_and_phrase_predictions_follow_the_experts(
