@@ -6,11 +6,9 @@ the owning application as ``app`` (one application never sees another's
 data); every write validates everything first and then applies all of it in
 one store transaction, or nothing.
 
-The engine is composed of three parts with one job each, which it owns and
-whose calls it runs inside its gate (see :mod:`learnloop._locks`): the
-content repository (items, catalogs and their compiled forms), the learners
-(events, learner states, status, calibration) and the sessions (signed
-contexts, the adaptive step).
+It owns three parts and runs their calls inside its gate (:mod:`learnloop._locks`):
+the content repository (items, catalogs, compiled forms), the learners (events,
+states, status, calibration) and the sessions (signed contexts, the adaptive step).
 """
 
 from __future__ import annotations
@@ -172,11 +170,8 @@ class Engine:
     def atomic(self) -> Iterator[None]:
         """Group several engine calls into one transaction: all of their writes, or none.
 
-        The block runs alone: other threads' engine calls wait until it ends
-        (the engine's gate is held exclusively, then the store's transaction
-        is opened), and it may call any engine method. When the block raises,
-        the in-process caches (compiled catalogs, learner states) are dropped
-        too, since they may reflect undone writes.
+        The block runs alone (the gate held exclusively, then the store's transaction opened) and may
+        call any engine method; when it raises, the caches that may reflect undone writes are dropped.
 
         >>> engine = Engine()
         >>> try:
@@ -312,10 +307,8 @@ class Engine:
     ) -> int:
         """Store events outside a session (all or none); returns how many were new.
 
-        With ``strict_kinds`` (as the v2 façade calls it; v1 checks its events itself, by
-        the same rule), an event whose type does not fit its item is refused: an ``attempt``
-        on a theory item that is not scorable, a ``view_theory`` on a scorable item that is
-        not theory.
+        ``strict_kinds`` (the v2 façade's call) refuses an event whose type does not fit its
+        item: an ``attempt`` on non-scorable theory, a ``view_theory`` on a scorable exercise.
         """
         return self._learners.upsert_events(user_id, events, app=app, strict_kinds=strict_kinds)
 
@@ -377,14 +370,11 @@ class Engine:
 
         Only the given items are computed (not the whole catalog). An item listed
         in several topics is predicted in ``topic_id`` when given, else in its
-        first topic. A learner without events gets the model's prior, integrated
-        over its uncertainty (see "Cold start" in docs/models.md: an item of difficulty
-        d is predicted nearer 0.5 than 1 - d). Raises
-        :class:`~learnloop.errors.ValidationError` naming every item not in the
-        catalog (or topic), or, when all are in it, every item that is not scorable
-        (theory: no answer is right or wrong), :class:`~learnloop.errors.NotFoundError`
-        for an unknown catalog or topic. An answer echo stored by ``calibrate(..., echo=True)``
-        is applied from the learner's latest event when it is an answer.
+        first topic. A learner without events gets the model's prior, integrated over its
+        uncertainty (docs/models.md, "Cold start"). Raises :class:`~learnloop.errors.ValidationError`
+        naming every item not in the catalog (or topic), else every item that is not scorable,
+        :class:`~learnloop.errors.NotFoundError` for an unknown catalog or topic. An answer echo
+        stored by ``calibrate(..., echo=True)`` is applied from the latest event when it is an answer.
         """
         return self._learners.predict(user_id, catalog_id, item_ids, topic_id=topic_id, app=app)
 
@@ -504,8 +494,7 @@ class Engine:
         """Ingest the events, update the learner, recommend the next item, report the status.
 
         When no eligible item is left (the filter matches nothing, or the
-        constraints exclude everything) the recommendation is ``None``.
-        ``strict_kinds`` refuses an event whose type does not fit its item, as
-        :meth:`upsert_events` does.
+        constraints exclude everything) the recommendation is ``None``. ``strict_kinds``: as in
+        :meth:`upsert_events`.
         """
         return self._sessions.adaptive_step(session_context, events, app=app, strict_kinds=strict_kinds)
