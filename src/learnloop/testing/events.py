@@ -8,8 +8,9 @@ into events one step at a time. Outside a session, :func:`events` draws a
 ready list of valid ``attempt`` / ``skip`` / ``view_theory`` events over a
 catalog for :meth:`Engine.upsert_events <learnloop.engine.Engine.upsert_events>`.
 
->>> from hypothesis import find
->>> script = find(answers(min_size=3), lambda a: {x.kind for x in a} == {"attempt", "skip"})
+>>> from hypothesis import Phase, find, settings
+>>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+>>> script = find(answers(min_size=3), lambda a: {x.kind for x in a} == {"attempt", "skip"}, settings=first_found)
 >>> len(script) >= 3, sorted({a.kind for a in script})
 (True, ['attempt', 'skip'])
 """
@@ -124,8 +125,9 @@ def answers(
 ) -> st.SearchStrategy[list[Answer]]:
     """A script of answers to successive recommendations (attempts twice as likely by default).
 
-    >>> from hypothesis import find
-    >>> len(find(answers(kinds=("attempt",)), lambda a: len(a) == 4))
+    >>> from hypothesis import Phase, find, settings
+    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> len(find(answers(kinds=("attempt",)), lambda a: len(a) == 4, settings=first_found))
     4
     """
     if not kinds:
@@ -151,10 +153,11 @@ def events(
     increase strictly, so every event is new; with ``duplicates`` some events
     repeat the (item, timestamp) key of an earlier one, which replaces it.
 
-    >>> from hypothesis import find
+    >>> from hypothesis import Phase, find, settings
     >>> from learnloop.testing import content
-    >>> db, cat = find(content(), lambda drawn: True)
-    >>> stream = find(events(cat, db), lambda e: len(e) == 2)
+    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> db, cat = find(content(), lambda drawn: True, settings=first_found)
+    >>> stream = find(events(cat, db), lambda e: len(e) == 2, settings=first_found)
     >>> stream[0].catalog_id == cat.catalog_id, stream[0].timestamp < stream[1].timestamp
     (True, True)
     """

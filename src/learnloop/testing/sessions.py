@@ -57,10 +57,11 @@ def matching_filters(draw: st.DrawFn, catalog: Catalog, items: Sequence[Item] | 
     it has not, so the anchor always survives. Any mix of the eight
     conditions can come out, the empty filter included.
 
-    >>> from hypothesis import find
+    >>> from hypothesis import Phase, find, settings
     >>> from learnloop.testing import content
-    >>> db, cat = find(content(), lambda drawn: len(drawn[0]) == 2)
-    >>> flt = find(matching_filters(cat, db), lambda f: f.include_item_ids is not None)
+    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> db, cat = find(content(), lambda drawn: len(drawn[0]) == 2, settings=first_found)
+    >>> flt = find(matching_filters(cat, db), lambda f: f.include_item_ids is not None, settings=first_found)
     >>> flt.include_item_ids[0] in {i.item_id for i in db}   # the anchor item comes first
     True
     """
@@ -134,10 +135,11 @@ def constraints(
     (none of the constraint's items may be recommended); the filters are any
     filters over the catalog, matching some items, all or none.
 
-    >>> from hypothesis import find
+    >>> from hypothesis import Phase, find, settings
     >>> from learnloop.testing import content
-    >>> db, cat = find(content(), lambda drawn: True)
-    >>> [c.type for c in find(constraints(cat, db), lambda cs: len(cs) == 2)]
+    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> db, cat = find(content(), lambda drawn: True, settings=first_found)
+    >>> [c.type for c in find(constraints(cat, db), lambda cs: len(cs) == 2, settings=first_found)]
     ['max_recommendations', 'max_recommendations']
     """
     return draw(
@@ -171,10 +173,11 @@ def session_specs(
     stopping conditions and up to ``max_constraints`` constraints are drawn
     or left out.
 
-    >>> from hypothesis import find
+    >>> from hypothesis import Phase, find, settings
     >>> from learnloop.testing import content
-    >>> db, cat = find(content(), lambda drawn: True)
-    >>> spec = find(session_specs(cat, db, user_id="u1"), lambda s: s.mode.type == "assess")
+    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> db, cat = find(content(), lambda drawn: True, settings=first_found)
+    >>> spec = find(session_specs(cat, db, user_id="u1"), lambda s: s.mode.type == "assess", settings=first_found)
     >>> spec.user_id, spec.catalog_id == cat.catalog_id, spec.mode.type
     ('u1', True, 'assess')
     """

@@ -110,8 +110,9 @@ def items(
 def item_databases(draw: st.DrawFn, *, min_size: int = 1, max_size: int = 10) -> list[Item]:
     """A list of items with distinct ids (an item list or a whole item database).
 
-    >>> from hypothesis import find
-    >>> db = find(item_databases(max_size=4), lambda db: len(db) == 3)
+    >>> from hypothesis import Phase, find, settings
+    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> db = find(item_databases(max_size=4), lambda db: len(db) == 3, settings=first_found)
     >>> len({item.item_id for item in db})
     3
     """
@@ -135,8 +136,9 @@ def catalogs(
     follow a random topological order, so they never form a cycle; an item may
     sit in several topics; some refs override the item difficulty.
 
-    >>> from hypothesis import find
-    >>> cat = find(catalogs(["q1", "q2", "q3"]), lambda c: len(c.topics) == 3)
+    >>> from hypothesis import Phase, find, settings
+    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> cat = find(catalogs(["q1", "q2", "q3"]), lambda c: len(c.topics) == 3, settings=first_found)
     >>> len(cat.topics), cat.item_ref_count >= 1
     (3, True)
     >>> from learnloop.content import validate_catalog
@@ -187,8 +189,9 @@ def catalogs(
 def content(draw: st.DrawFn, *, max_items: int = 10, max_topics: int = 8) -> tuple[list[Item], Catalog]:
     """An item database and a valid catalog over (some of) its items.
 
-    >>> from hypothesis import find
-    >>> db, cat = find(content(), lambda drawn: len(drawn[0]) == 2)
+    >>> from hypothesis import Phase, find, settings
+    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> db, cat = find(content(), lambda drawn: len(drawn[0]) == 2, settings=first_found)
     >>> {r.item_id for t in cat.topics for r in t.item_refs or ()} <= {i.item_id for i in db}
     True
     """
@@ -205,10 +208,12 @@ def filters(draw: st.DrawFn, catalog: Catalog, items: Sequence[Item] | Mapping[s
     conditions mostly name values the items carry, sometimes values nothing
     carries (which match nothing).
 
-    >>> from hypothesis import find
-    >>> db, cat = find(content(), lambda drawn: True)
-    >>> find(filters(cat, db), lambda f: f.exclude_item_ids is not None).exclude_item_ids
-    ('0',)
+    >>> from hypothesis import Phase, find, settings
+    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> db, cat = find(content(), lambda drawn: True, settings=first_found)
+    >>> flt = find(filters(cat, db), lambda f: f.exclude_item_ids is not None, settings=first_found)
+    >>> len(flt.exclude_item_ids) >= 1
+    True
     """
     pool = list(items.values()) if isinstance(items, Mapping) else list(items)
     topic_ids = [t.topic_id for t in catalog.topics]
