@@ -542,7 +542,9 @@ def test_a_second_ctrl_c_answers_requests_in_flight_with_the_contracts_error_bod
         head = f"POST {path} HTTP/1.1\r\nHost: x\r\nX-API-KEY: {KEY}\r\nContent-Type: {media_type}\r\n"
         sock.sendall(f"{head}Content-Length: 1000\r\n\r\n{start_of_body}".encode())
         connections[name] = sock
-    time.sleep(0.5)  # the server has read what was sent
+    # the server has read what was sent once it answers a later request: its one event loop reads the
+    # sockets that became readable before (a fixed sleep was not enough on a loaded machine)
+    assert httpx.get(base + "/healthz", timeout=60).status_code == 200
     process.send_signal(signal.SIGINT)
     deadline = time.monotonic() + 60
     while True:  # the first Ctrl-C has been handled once the server stops accepting connections
