@@ -41,8 +41,9 @@ import numpy as np
 
 from learnloop.voice.calibration import CALIBRATION, Calibration
 from learnloop.voice.evidence import Evidence
-from learnloop.voice.gop import SCORING_PHONES
+from learnloop.voice.gop import SCORING_PHONES, PhoneGop
 from learnloop.voice.phonemes import PHONES, VOWELS
+from learnloop.voice.saidas import SaidAs
 from learnloop.voice.speech import heard
 
 __all__ = [
@@ -345,7 +346,9 @@ class Judgement:
 
 @dataclass(frozen=True, eq=False)
 class Assessor:
-    """The three stages and the bands (see the module's docstring)."""
+    """The stages and the bands (see the module's docstring). ``said_as_model`` is the learned
+    choice of what a phone was said as (:mod:`learnloop.voice.saidas`); without it, the
+    plausible competitor that fits best."""
 
     phone: Network
     word: Linear
@@ -355,6 +358,7 @@ class Assessor:
     matched_above: float = 0.5  # is_matched: the probability that the word was said is at least this
     calibration: Calibration = CALIBRATION
     speech_gate: bool = True  # judge audio that holds no speech as nothing said (False: score it anyway)
+    said_as_model: SaidAs | None = None
 
     def judge(self, ev: Evidence) -> Judgement:
         """The judgements of one utterance (see the module's docstring)."""
@@ -385,23 +389,28 @@ class Assessor:
 
     def said_as(self, ev: Evidence, *, first_language: str | None = None) -> tuple[str, ...]:
         """Per aligned phone (``ev.gops`` order), the phone other than the target that it was most
-        likely said as (``#``: nothing was said), whatever its score: the plausible competitor that
-        fits the audio best (``first_language`` is not used by this choice)."""
-        return tuple(self.calibration.best_substitute(g.phone, g.llr) for g in ev.gops)
+        likely said as (``#``: nothing was said), whatever its score: the learned choice
+        (``first_language``, one of :data:`~learnloop.voice.confusions.FIRST_LANGUAGES`, brings in
+        that language's patterns) or, without one, the plausible competitor that fits best."""
+        return tuple(self._other(g, first_language) for g in ev.gops)
+
+    def _other(self, g: PhoneGop, first_language: str | None) -> str:
+        if self.said_as_model is None:
+            return self.calibration.best_substitute(g.phone, g.llr)
+        return self.said_as_model.other(g.phone, g.llr, g.end - g.start, first_language, self.calibration)
 
     def sounds_like(self, ev: Evidence, judgement: Judgement, *, first_language: str | None = None) -> tuple[str, ...]:
         """Per aligned phone (``ev.gops`` order), the phone it sounds like: itself when it scores
         :data:`RETRY_BELOW` or more, ``#`` when nothing was heard, else :meth:`said_as`."""
         if not judgement.heard:
             return tuple("#" for _ in ev.gops)  # the audio holds no speech: no phoneme was detected
-        said = self.said_as(ev, first_language=first_language)
         return tuple(
-            g.phone if value >= RETRY_BELOW else other
-            for g, value, other in zip(ev.gops, judgement.phone_scores, said, strict=True)
+            g.phone if value >= RETRY_BELOW else self._other(g, first_language)
+            for g, value in zip(ev.gops, judgement.phone_scores, strict=True)
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "source": "fitted on the speechocean762 train split (Zhang et al., 2021; CC BY 4.0)",
             "phone_features": 15 + len(SCORING_PHONES) + len(PHONES),
             "phones": list(PHONES),
@@ -413,6 +422,9 @@ class Assessor:
             "said": self.said.to_dict(),
             "matched_above": round(self.matched_above, 4),
         }
+        if self.said_as_model is not None:
+            out["said_as"] = self.said_as_model.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], calibration: Calibration = CALIBRATION) -> Assessor:
@@ -429,7 +441,8 @@ class Assessor:
         matched_above = float(d["matched_above"])
         if not 0.0 < matched_above < 1.0:
             raise ValueError(f"matched_above must lie in (0, 1), not {matched_above}")
-        return cls(phone, word, utterance, Bands(knots), said, matched_above, calibration)
+        said_as = SaidAs.from_dict(d["said_as"]) if "said_as" in d else None
+        return cls(phone, word, utterance, Bands(knots), said, matched_above, calibration, True, said_as)
 
     def save(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
