@@ -12,11 +12,11 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from learnloop._options import TOPIC_RATE_NAMES, LearnerOptions, with_topic_rates
-from learnloop._tracking import CatalogModel
 from learnloop._types import FloatArray
 from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.datasets import ResponseLog
+from learnloop.engine.learners.tracker import CatalogModel
+from learnloop.engine.options import TOPIC_RATE_NAMES, LearnerOptions, with_topic_rates
 from learnloop.tracing import BKT, Sequences, calibrate, log_loss, predict_sequences
 from learnloop.tracing.calibration import refine_step
 from learnloop.tracing.echo import Echo, fit_echo, previous_answers

@@ -5,7 +5,7 @@ the event keys that may exist (a key later than every stored event of its
 learner is new without asking). Within one call the last version of a key wins;
 the order of first appearance is the posting order. :class:`Plan` holds the
 changed events as interactions (sessions, and the per-event path);
-:class:`BatchPlan` holds them as rows of an :class:`~learnloop._event_batch.EventBatch`,
+:class:`BatchPlan` holds them as rows of an :class:`~learnloop.engine.learners.batch.EventBatch`,
 written as columns. :func:`write` stores either in the same way.
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from learnloop._event_batch import EventBatch
-from learnloop._revisions import Revision, RevisionMemo
 from learnloop._types import IntArray
+from learnloop.engine.learners.batch import EventBatch
+from learnloop.engine.learners.revisions import Revision, RevisionMemo
 from learnloop.events import Interaction
 from learnloop.store import Store
 from learnloop.store.base import Columns, Doc, Key
@@ -130,7 +130,7 @@ def plan_interactions(
     revisions: Mapping[Learner, int] | None = None,
     latest: Mapping[Learner, float] | None = None,
 ) -> Plan:
-    """Which interactions would change anything (see :meth:`Tracker.plan <learnloop._tracking.Tracker.plan>`)."""
+    """Which interactions would change anything (see :meth:`Tracker.plan <learnloop.engine.learners.tracker.Tracker.plan>`)."""
     if revisions is not None and latest is not None and interactions.__class__ is list and len(interactions) == 1:
         # (a step) one event later than every stored one of its learner: new, nothing to read
         only: Interaction = interactions[0]
@@ -218,7 +218,7 @@ def write(
     store: Store, app: str, plan: Plan | BatchPlan, *, check: bool = False, memo: RevisionMemo | None = None
 ) -> None:
     """Store the plan's events and advance the learners' revisions (see
-    :meth:`Tracker.write <learnloop._tracking.Tracker.write>`); ``memo`` keeps the
+    :meth:`Tracker.write <learnloop.engine.learners.tracker.Tracker.write>`); ``memo`` keeps the
     revision documents read and written."""
     spans = plan.spans()
     if not spans:

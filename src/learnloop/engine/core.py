@@ -7,7 +7,7 @@ data); every write validates everything first and then applies all of it in
 one store transaction, or nothing.
 
 The engine is composed of three parts with one job each, which it owns and
-whose calls it runs inside its gate (see :mod:`learnloop._locks`): the
+whose calls it runs inside its gate (see :mod:`learnloop.engine.locks`): the
 content repository (items, catalogs and their compiled forms), the learners
 (events, learner states, status, calibration) and the sessions (signed
 contexts, the adaptive step).
@@ -21,14 +21,14 @@ from datetime import UTC, datetime
 from os import PathLike
 from typing import Any, Literal
 
-from learnloop._content_repo import DEFAULT_APP, ContentRepository
-from learnloop._learners import ContextEvents, Learners, PlainEvents
-from learnloop._locks import Gate, shared
-from learnloop._options import LearnerOptions
-from learnloop._sessions import Sessions
-from learnloop._tracking import DEFAULT_CACHE_BYTES, CatalogModel
 from learnloop._types import BoolArray, Clock
 from learnloop.content import Catalog, CatalogIndex, Filter, Item, ItemAnnotation
+from learnloop.engine.learners.learners import ContextEvents, Learners, PlainEvents
+from learnloop.engine.learners.tracker import DEFAULT_CACHE_BYTES, CatalogModel
+from learnloop.engine.locks import Gate, shared
+from learnloop.engine.options import LearnerOptions
+from learnloop.engine.repository.repository import DEFAULT_APP, ContentRepository
+from learnloop.engine.sessions.sessions import Sessions
 from learnloop.limits import Limits
 from learnloop.recommend import (
     AdaptiveStep,

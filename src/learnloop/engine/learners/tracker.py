@@ -32,12 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from learnloop._event_batch import EventBatch
 from learnloop._lru import LRUCache
-from learnloop._plans import BatchPlan, Plan, StaleError, plan_batch, plan_interactions
-from learnloop._plans import write as write_plan
-from learnloop._revisions import Revision, RevisionMemo
 from learnloop.content import CatalogIndex
+from learnloop.engine.learners.batch import EventBatch
+from learnloop.engine.learners.plans import BatchPlan, Plan, StaleError, plan_batch, plan_interactions
+from learnloop.engine.learners.plans import write as write_plan
+from learnloop.engine.learners.revisions import Revision, RevisionMemo
 from learnloop.events import Interaction, format_timestamp
 from learnloop.recommend.view import catalog_topics
 from learnloop.store import Store

@@ -5,7 +5,7 @@ locks); every write validates first, then applies all of it in one store
 transaction. Compiled catalogs, learner models and filter masks are cached
 until the application's content version changes, and a compiled catalog is
 kept when the writes since touched none of its items (see
-:mod:`learnloop._content_changes`).
+:mod:`learnloop.engine.repository.changes`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from learnloop._content_changes import CHANGES_KEY, logged, touched, untouched
 from learnloop._lru import LRUCache
-from learnloop._options import LearnerOptions, with_topic_rates
-from learnloop._tracking import CatalogModel
 from learnloop._types import BoolArray
 from learnloop._validation import parse
 from learnloop.content import (
@@ -32,6 +29,9 @@ from learnloop.content import (
     compile_filter,
     validate_catalog,
 )
+from learnloop.engine.learners.tracker import CatalogModel
+from learnloop.engine.options import LearnerOptions, with_topic_rates
+from learnloop.engine.repository.changes import CHANGES_KEY, logged, touched, untouched
 from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
 from learnloop.limits import Limits
 from learnloop.store import Store
@@ -124,7 +124,7 @@ class ContentRepository:
 
     def bump_version(self, app: str, names: Iterable[str] | None = None) -> None:
         """A content write: the next content version, listed as touching ``names`` only (see
-        :func:`~learnloop._content_changes.touched`; None: anything)."""
+        :func:`~learnloop.engine.repository.changes.touched`; None: anything)."""
         version = self.version(app) + 1
         changes = self.store.get("meta", app, CHANGES_KEY)
         changed = logged(None if changes is None else json_doc(changes), version, names)

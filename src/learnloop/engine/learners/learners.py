@@ -1,7 +1,7 @@
 """Learners: event validation and ingestion, learner states, status and calibration.
 
 Part of the :class:`~learnloop.engine.Engine`. Work on one learner holds that
-learner's lock (see :mod:`learnloop._locks`); states are brought up to date
+learner's lock (see :mod:`learnloop.engine.locks`); states are brought up to date
 outside store transactions, so a long replay holds up no other learner.
 """
 
@@ -13,16 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from learnloop._content_changes import touched
-from learnloop._content_repo import ContentRepository
-from learnloop._event_batch import EventBatch, kind_problem, plain_events
-from learnloop._locks import LearnerLocks
 from learnloop._lru import LRUCache
-from learnloop._options import TOPIC_RATE_NAMES, with_topic_rates
-from learnloop._tracking import CatalogModel, Tracker, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
+from learnloop.engine.learners.batch import EventBatch, kind_problem, plain_events
+from learnloop.engine.learners.tracker import CatalogModel, Tracker, _Cached
+from learnloop.engine.locks import LearnerLocks
+from learnloop.engine.options import TOPIC_RATE_NAMES, with_topic_rates
+from learnloop.engine.repository.changes import touched
+from learnloop.engine.repository.repository import ContentRepository
 from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
 from learnloop.events import (
     AttemptEvent,
@@ -71,7 +71,7 @@ class Learners:
         )
 
     def lock(self, app: str, pairs: Iterable[tuple[str, str]]) -> Any:
-        """The locks of the learners ``(user_id, catalog_id)`` of ``app`` (see :mod:`learnloop._locks`)."""
+        """The locks of the learners ``(user_id, catalog_id)`` of ``app`` (see :mod:`learnloop.engine.locks`)."""
         return self._locks.hold((app, user, catalog) for user, catalog in pairs)
 
     def learner_cache_nbytes(self) -> int:

@@ -15,17 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from learnloop._content_repo import ContentRepository
-from learnloop._event_batch import kind_problem
-from learnloop._learners import ContextEvents, Learners
 from learnloop._lru import LRUCache
-from learnloop._seeding import learner_key, seeded_rng
-from learnloop._session_docs import joined_doc, split_doc, stored_blocks
-from learnloop._step_events import step_events
-from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
+from learnloop.engine.learners.batch import kind_problem
+from learnloop.engine.learners.learners import ContextEvents, Learners
+from learnloop.engine.learners.tracker import CatalogModel, StaleError, _Cached
+from learnloop.engine.repository.repository import ContentRepository
+from learnloop.engine.sessions.documents import joined_doc, split_doc, stored_blocks
+from learnloop.engine.sessions.seeding import learner_key, seeded_rng
+from learnloop.engine.sessions.step_events import step_events
 from learnloop.errors import ContextError, NotFoundError, ValidationError
 from learnloop.events import Interaction
 from learnloop.limits import Limits
@@ -203,7 +203,7 @@ class Sessions:
     ) -> tuple[SessionState, tuple[SessionState, Mapping[str, Any]] | None, int]:
         """The session as stored now, (when it is the one this engine last wrote) that state
         with its document, for :meth:`SessionState.to_doc` to reuse, and the number of
-        blocks of assessed items stored for it (see :mod:`learnloop._session_docs`)."""
+        blocks of assessed items stored for it (see :mod:`learnloop.engine.sessions.documents`)."""
         key = (app, session_id)
         doc = self.store.get("sessions", app, (session_id,))
         if doc is None:  # (a context of this store's secret whose session is gone): what it names is not found
