@@ -23,10 +23,13 @@ from typing import Any, Literal
 
 from learnloop._types import BoolArray, Clock
 from learnloop.content import Catalog, CatalogIndex, Filter, Item, ItemAnnotation
-from learnloop.engine.learners.learners import ContextEvents, Learners, PlainEvents
-from learnloop.engine.learners.tracker import DEFAULT_CACHE_BYTES, CatalogModel
+from learnloop.engine.learners.batch import ContextEvents, PlainEvents
+from learnloop.engine.learners.learners import Learners
+from learnloop.engine.learners.tracker import DEFAULT_CACHE_BYTES
 from learnloop.engine.locks import Gate, shared
 from learnloop.engine.options import LearnerOptions
+from learnloop.engine.records import open_store
+from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.engine.repository.repository import DEFAULT_APP, ContentRepository
 from learnloop.engine.sessions.sessions import Sessions
 from learnloop.limits import Limits
@@ -40,7 +43,7 @@ from learnloop.recommend import (
     UserStatus,
     policy_for,
 )
-from learnloop.store import MemoryStore, SQLiteStore, Store
+from learnloop.store import MemoryStore, Store
 from learnloop.tracing import Status
 
 __all__ = ["Engine"]
@@ -81,25 +84,21 @@ class Engine:
         if policies:
             self.policies.update(policies)
         self._gate = Gate()
+        clock = clock or _utc_now
+        cache_bytes = DEFAULT_CACHE_BYTES if learner_cache_bytes is None else learner_cache_bytes
         self._content = ContentRepository(self.store, self.limits, self.learner_options)
-        self._learners = Learners(
-            self.store,
-            self._content,
-            self.limits,
-            clock or _utc_now,
-            cache_bytes=DEFAULT_CACHE_BYTES if learner_cache_bytes is None else learner_cache_bytes,
-        )
+        self._learners = Learners(self.store, self._content, self.limits, clock, cache_bytes=cache_bytes)
         self._sessions = Sessions(
             self.store,
             self._content,
             self._learners,
             self.limits,
-            clock or _utc_now,
+            clock,
             seed=seed,
             secret=secret,
             policies=self.policies,
         )
-        self.clock = clock or _utc_now
+        self.clock = clock
 
     @property
     def clock(self) -> Clock:
@@ -135,19 +134,7 @@ class Engine:
         Contexts stay valid across restarts: without ``secret``, the signing
         secret is generated once and kept in the store.
         """
-        store: Store
-        if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
-            if synchronous != "NORMAL":
-                raise ValueError("synchronous= applies to SQLite files; PostgreSQL's durability is the server's")
-            from learnloop.store.postgres import PostgresStore  # psycopg is an optional extra
-
-            store = PostgresStore(path)
-        elif isinstance(path, str) and path[:7].lower() == "sqlite:":
-            if not path[7:].startswith("///") or len(path) < 11:
-                raise ValueError(f"a SQLite URL is sqlite:///relative/path.db or sqlite:////absolute/path.db: {path!r}")
-            store = SQLiteStore(path[10:], synchronous=synchronous)
-        else:
-            store = SQLiteStore(path, synchronous=synchronous)
+        store = open_store(path, synchronous)
         return cls(
             seed=seed,
             clock=clock,

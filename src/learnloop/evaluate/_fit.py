@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from learnloop.content import CatalogIndex
 from learnloop.datasets import ResponseLog, from_columns
-from learnloop.engine.options import LearnerOptions
+from learnloop.engine import LearnerOptions
 from learnloop.evaluate._models import EngineModel
 from learnloop.tracing import log_loss
 

@@ -17,24 +17,15 @@ from learnloop._lru import LRUCache
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
-from learnloop.engine.learners.batch import EventBatch, kind_problem, plain_events
-from learnloop.engine.learners.tracker import CatalogModel, Tracker, _Cached
+from learnloop.engine.learners.batch import EventBatch, PlainEvents, kind_problem, plain_events
+from learnloop.engine.learners.tracker import LearnerEntry, Tracker
 from learnloop.engine.locks import LearnerLocks
-from learnloop.engine.options import TOPIC_RATE_NAMES, with_topic_rates
+from learnloop.engine.options import LearnerOptions
+from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.engine.repository.changes import touched
 from learnloop.engine.repository.repository import ContentRepository
 from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
-from learnloop.events import (
-    AttemptEvent,
-    ContextAttemptEvent,
-    ContextSkipEvent,
-    ContextViewTheoryEvent,
-    Interaction,
-    SkipEvent,
-    ViewTheoryEvent,
-    format_timestamp,
-    parse_timestamp,
-)
+from learnloop.events import Interaction, format_timestamp, parse_timestamp
 from learnloop.limits import Limits
 from learnloop.recommend import LearnerView, UserStatus
 from learnloop.store import Store
@@ -43,10 +34,7 @@ from learnloop.tracing import LearnerModel, Status, difficulty_to_b
 from learnloop.tracing import calibrate as calibrate_items
 from learnloop.tracing.predictions import Predictions
 
-__all__ = ["ContextEvents", "Learners", "PlainEvents"]
-
-PlainEvents = Iterable[AttemptEvent | SkipEvent | ViewTheoryEvent | Mapping[str, Any]]
-ContextEvents = Iterable[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent | Mapping[str, Any]]
+__all__ = ["Learners"]
 
 
 #: bytes of the cache of the learners' latest predictions
@@ -79,7 +67,7 @@ class Learners:
         return self.tracker.nbytes
 
     def predictions(
-        self, app: str, user_id: str, model: CatalogModel, entry: _Cached, *, keep: bool = True
+        self, app: str, user_id: str, model: CatalogModel, entry: LearnerEntry, *, keep: bool = True
     ) -> Predictions:
         """P(correct) of every item for ``entry``, carried over from the learner's latest
         predictions where the beliefs did not change; with ``keep``, remembered for the
@@ -92,7 +80,7 @@ class Learners:
             self._predictions.put(key, predictions)
         return predictions
 
-    def status(self, model: CatalogModel, entry: _Cached, mask: BoolArray, predictions: Predictions) -> UserStatus:
+    def status(self, model: CatalogModel, entry: LearnerEntry, mask: BoolArray, predictions: Predictions) -> UserStatus:
         """The v2 status over ``mask``: the one status computation, :meth:`LearnerModel.status`."""
         status = model.model.status(entry.state, mask, predictions=predictions)
         last = status.last_interaction_timestamp
@@ -104,7 +92,7 @@ class Learners:
             last_interaction_timestamp=None if last is None else format_timestamp(datetime.fromtimestamp(last, UTC)),
         )
 
-    def view(self, model: CatalogModel, entry: _Cached, predictions: Predictions) -> LearnerView:
+    def view(self, model: CatalogModel, entry: LearnerEntry, predictions: Predictions) -> LearnerView:
         state = entry.state
         failed = None
         if entry.last_attempt is not None and entry.last_attempt[1] < 0.5:
@@ -219,7 +207,7 @@ class Learners:
         predictions = self.predictions(app, user_id, model, entry, keep=False)
         return [self.status(model, entry, mask, predictions) for mask in masks]
 
-    def state(self, app: str, user_id: str, model: CatalogModel) -> _Cached:
+    def state(self, app: str, user_id: str, model: CatalogModel) -> LearnerEntry:
         with self.lock(app, [(user_id, model.index.catalog_id)]):
             return self.tracker.state(app, user_id, model)
 
@@ -449,7 +437,7 @@ class Learners:
         fit = fit_topic_rates(self._replay_model(cm, item_codes, b, a, app), _runs(answers, scores))
         values = fit.as_options()
         return {
-            cm.index.topic_ids[t]: {name: float(values[name][t]) for name in TOPIC_RATE_NAMES}
+            cm.index.topic_ids[t]: {name: float(values[name][t]) for name in LearnerOptions.TOPIC_RATES}
             for t in np.flatnonzero(fit.responses).tolist()
         }
 
@@ -486,7 +474,7 @@ class Learners:
         ``topics``) under the catalog's learner options, to replay the event log with."""
         items = {item: {"b": float(b[c]), "a": float(a[c])} for item, c in item_codes.items()}
         options = self.content.learner_options_for(cm.index.catalog_id, app=app)
-        kwargs = with_topic_rates(options, cm.index.topic_ids, topics)
+        kwargs = options.with_topic_rates(cm.index.topic_ids, topics)
         return CatalogModel.build(cm.index, calibration=items, **kwargs).model
 
 

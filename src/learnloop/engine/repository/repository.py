@@ -29,8 +29,8 @@ from learnloop.content import (
     compile_filter,
     validate_catalog,
 )
-from learnloop.engine.learners.tracker import CatalogModel
-from learnloop.engine.options import LearnerOptions, with_topic_rates
+from learnloop.engine.options import LearnerOptions
+from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.engine.repository.changes import CHANGES_KEY, logged, touched, untouched
 from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
 from learnloop.limits import Limits
@@ -276,7 +276,7 @@ class ContentRepository:
         stored = None if doc is None else json_doc(doc)
         calibration = None if stored is None else stored["items"]
         rates = None if stored is None else stored.get("topics")  # per-topic learning rates and novelty
-        options = with_topic_rates(self.learner_options_for(catalog_id, app=app), index.topic_ids, rates)
+        options = self.learner_options_for(catalog_id, app=app).with_topic_rates(index.topic_ids, rates)
         model = CatalogModel.build(index, calibration=calibration, **options)
         self._models.put((app, catalog_id), (index, version, model))
         return model

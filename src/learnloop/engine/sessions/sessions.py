@@ -19,9 +19,10 @@ from learnloop._lru import LRUCache
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
-from learnloop.engine.learners.batch import kind_problem
-from learnloop.engine.learners.learners import ContextEvents, Learners
-from learnloop.engine.learners.tracker import CatalogModel, StaleError, _Cached
+from learnloop.engine.learners.batch import ContextEvents, kind_problem
+from learnloop.engine.learners.learners import Learners
+from learnloop.engine.learners.tracker import LearnerEntry, StaleError
+from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.engine.repository.repository import ContentRepository
 from learnloop.engine.sessions.documents import joined_doc, split_doc, stored_blocks
 from learnloop.engine.sessions.seeding import learner_key, seeded_rng
@@ -365,7 +366,7 @@ class Sessions:
         return mask
 
     def _recommend(
-        self, app: str, session: SessionState, model: CatalogModel, entry: _Cached
+        self, app: str, session: SessionState, model: CatalogModel, entry: LearnerEntry
     ) -> tuple[AdaptiveStep, SessionState]:
         spec = session.spec
         predictions = self.learners.predictions(app, spec.user_id, model, entry)
