@@ -24,6 +24,7 @@ from typing import Any, Literal
 from learnloop._types import BoolArray, Clock
 from learnloop.content import Catalog, CatalogIndex, Filter, Item, ItemAnnotation
 from learnloop.engine.learners.batch import ContextEvents, PlainEvents
+from learnloop.engine.learners.calibration import Calibration
 from learnloop.engine.learners.learners import Learners
 from learnloop.engine.learners.tracker import DEFAULT_CACHE_BYTES
 from learnloop.engine.locks import Gate, shared
@@ -88,6 +89,7 @@ class Engine:
         cache_bytes = DEFAULT_CACHE_BYTES if learner_cache_bytes is None else learner_cache_bytes
         self._content = ContentRepository(self.store, self.limits, self.learner_options)
         self._learners = Learners(self.store, self._content, self.limits, clock, cache_bytes=cache_bytes)
+        self._calibration = Calibration(self.store, self._content)
         self._sessions = Sessions(
             self.store,
             self._content,
@@ -387,7 +389,7 @@ class Engine:
         (events at one instant in posting order): what a model is fitted on, e.g.
         ``learnloop.datasets.from_columns(engine.event_log(cid), learner="user_id",
         item="item_id", skill="topic_id", correct="score", time="timestamp")``."""
-        return self._learners.attempts(catalog_id, app=app)
+        return self._calibration.event_log(catalog_id, app=app)
 
     @shared
     def learner_options_for(self, catalog_id: str, *, app: str = "default") -> LearnerOptions:
@@ -440,7 +442,7 @@ class Engine:
         that; :meth:`predict` applies it from the learner's latest event when an answer (a
         prediction-only term; sessions rank items by the model's own P(correct)).
         """
-        return self._learners.calibrate(
+        return self._calibration.calibrate(
             catalog_id,
             model=model,
             exclude_users=exclude_users,
