@@ -183,7 +183,7 @@ class Engine:
                     yield
             except BaseException:
                 self._content.clear_caches()
-                self._learners.tracker.forget()
+                self._learners.forget()
                 raise
 
     def learner_cache_nbytes(self) -> int:

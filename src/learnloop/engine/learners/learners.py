@@ -7,7 +7,9 @@ outside store transactions, so a long replay holds up no other learner.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +20,7 @@ from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
 from learnloop.engine.learners.batch import EventBatch, PlainEvents, kind_problem, plain_events
+from learnloop.engine.learners.plans import BatchPlan, Plan, StaleError
 from learnloop.engine.learners.tracker import LearnerEntry, Tracker
 from learnloop.engine.locks import LearnerLocks
 from learnloop.engine.repository.catalog_model import CatalogModel
@@ -30,7 +33,35 @@ from learnloop.store import Store
 from learnloop.tracing import Status
 from learnloop.tracing.predictions import Predictions
 
-__all__ = ["Learners"]
+__all__ = ["BatchEvents", "Ingestion", "Learners"]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchEvents:
+    """One user's posted events as columns, with each one's topic (what :meth:`Learners.ingest` takes
+    beside interactions)."""
+
+    user_id: str
+    batch: EventBatch
+    topics: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Ingestion:
+    """What :meth:`Learners.ingest` wrote: the plan (the events that changed anything, how many
+    were new), and the learners' states after it."""
+
+    app: str
+    plan: Plan | BatchPlan
+    entries: Mapping[tuple[str, str, str], LearnerEntry]
+    #: the step's learner before the events (None without a step)
+    current: LearnerEntry | None
+
+    def entry(self, user_id: str, catalog_id: str) -> LearnerEntry:
+        """A step's learner state after the events (the state brought up to date when nothing changed)."""
+        found = self.entries.get((self.app, user_id, catalog_id), self.current)
+        assert found is not None, "the state after the events is made for a step's learner only"
+        return found
 
 
 #: bytes of the cache of the learners' latest predictions
@@ -61,6 +92,76 @@ class Learners:
     def learner_cache_nbytes(self) -> int:
         """Bytes held by the in-process cache of learner states (bounded by ``learner_cache_bytes``)."""
         return self.tracker.nbytes
+
+    def forget(self) -> None:
+        """Drop the cached learner states (after a rolled-back transaction)."""
+        self.tracker.forget()
+
+    # -- the one ingestion protocol ---------------------------------------------------------
+    @contextmanager
+    def ingest(
+        self,
+        app: str,
+        events: Sequence[Interaction] | BatchEvents,
+        catalogs: Callable[[str], CatalogModel],
+        *,
+        step: tuple[str, CatalogModel] | None = None,
+    ) -> Iterator[Ingestion]:
+        """Store ``events`` and bring the learners' states along: the body of the ``with`` block
+        runs inside the transaction that writes them, after the write, for the caller's own
+        writes (a step's session document); the states are installed once it has committed.
+
+        Holds the learners' locks throughout. Without ``step``, the events are planned and
+        written inside the transaction, and the cached states of their learners get them
+        after the commit. With ``step`` (``(user_id, model)``: a session's learner), the
+        learner's state is brought up to date and the events applied *before* the
+        transaction (a late event replays from a checkpoint there, holding up nobody else),
+        and the write checks that no other process wrote the learner meanwhile (if one did,
+        it is planned again inside). ``catalogs`` gives each catalog's model.
+        """
+        if step is not None:
+            learners = [(step[0], step[1].index.catalog_id)]
+        elif isinstance(events, BatchEvents):
+            learners = [(events.user_id, c) for c in dict.fromkeys(events.batch.catalogs)]
+        else:
+            learners = list({(i.user_id, i.catalog_id) for i in events})
+        with self.lock(app, learners):
+            current: LearnerEntry | None = None
+            entries: dict[tuple[str, str, str], LearnerEntry] | None = None
+            if step is not None:
+                current = self.tracker.state(app, step[0], step[1])
+                learner = learners[0]
+                latest = {learner: current.latest} if current.current else None
+                plan = self._plan(app, events, revisions={learner: current.revision}, latest=latest)
+                entries = self.tracker.advance(app, plan, catalogs, compute=learners)
+            with self.store.atomic():
+                if step is None:
+                    plan = self._plan(app, events)
+                    self.tracker.write(app, plan)
+                else:
+                    try:
+                        self.tracker.write(app, plan, check=True)
+                    except StaleError:  # another process wrote this learner meanwhile: again, inside
+                        current = self.tracker.state(app, step[0], step[1])
+                        plan = self._plan(app, events)
+                        self.tracker.write(app, plan)
+                        entries = self.tracker.advance(app, plan, catalogs, compute=learners)
+                ingestion = Ingestion(app, plan, {} if entries is None else entries, current)
+                yield ingestion
+            # after the commit: the cached states of these learners get the new events
+            self.tracker.install(self.tracker.advance(app, plan, catalogs) if entries is None else entries)
+
+    def _plan(
+        self,
+        app: str,
+        events: Sequence[Interaction] | BatchEvents,
+        *,
+        revisions: Mapping[tuple[str, str], int] | None = None,
+        latest: Mapping[tuple[str, str], float] | None = None,
+    ) -> Plan | BatchPlan:
+        if isinstance(events, BatchEvents):
+            return self.tracker.plan_batch(app, events.user_id, events.batch, events.topics)
+        return self.tracker.plan(app, events, revisions=revisions, latest=latest)
 
     def predictions(
         self, app: str, user_id: str, model: CatalogModel, entry: LearnerEntry, *, keep: bool = True
@@ -130,13 +231,9 @@ class Learners:
         topics = batch.locate(index_of, strict_kinds=strict_kinds)
         if topics is None:  # the per-event path says what is wrong
             return self._upsert_each(user_id, given, app, strict_kinds)
-        with self.lock(app, [(user_id, c) for c in dict.fromkeys(batch.catalogs)]):
-            with self.store.atomic():
-                plan = self.tracker.plan_batch(app, user_id, batch, topics)
-                self.tracker.write(app, plan)
-            # after the commit: the cached states of these learners get the new events
-            self.tracker.install(self.tracker.advance(app, plan, models.__getitem__))
-        return plan.new
+        with self.ingest(app, BatchEvents(user_id, batch, topics), models.__getitem__) as ingestion:
+            pass
+        return ingestion.plan.new
 
     def _upsert_each(self, user_id: str, events: list[Any], app: str, strict_kinds: bool = False) -> int:
         """:meth:`upsert_events` event by event (the reference for what is accepted, and its errors)."""
@@ -179,13 +276,9 @@ class Learners:
             )
         if problems:
             raise ValidationError(problems)
-        with self.lock(app, {(i.user_id, i.catalog_id) for i in interactions}):
-            with self.store.atomic():
-                plan = self.tracker.plan(app, interactions)
-                self.tracker.write(app, plan)
-            # after the commit: the cached states of these learners get the new events
-            self.tracker.install(self.tracker.advance(app, plan, models.__getitem__))
-        return plan.new
+        with self.ingest(app, interactions, models.__getitem__) as ingestion:
+            pass
+        return ingestion.plan.new
 
     # -- status ------------------------------------------------------------------------
     def user_status(

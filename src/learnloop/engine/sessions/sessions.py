@@ -21,7 +21,7 @@ from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
 from learnloop.engine.learners.batch import ContextEvents, kind_problem
 from learnloop.engine.learners.learners import Learners
-from learnloop.engine.learners.tracker import LearnerEntry, StaleError
+from learnloop.engine.learners.tracker import LearnerEntry
 from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.engine.repository.repository import ContentRepository
 from learnloop.engine.sessions.documents import joined_doc, split_doc, stored_blocks
@@ -282,40 +282,22 @@ class Sessions:
             if all("recommendation_context" in p for p in problems):
                 raise ContextError("; ".join(problems))
             raise ValidationError(problems)
-        learner = (spec.user_id, spec.catalog_id)
-        with self.learners.lock(app, [learner]):
-            # the learner's state is brought up to date (and the new events applied,
-            # replaying from a checkpoint when they are late) before the transaction,
-            # so that the store is held only for the writes and the recommendation
-            current = self.learners.tracker.state(app, spec.user_id, model)
-            plan = self.learners.tracker.plan(
-                app,
-                interactions,
-                revisions={learner: current.revision},
-                latest={learner: current.latest} if current.current else None,
-            )
-            entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
-            with self.store.atomic():
-                session, written, blocks = self._stored_session(app, session_id)  # (raises before any write)
-                try:
-                    self.learners.tracker.write(app, plan, check=True)
-                except StaleError:  # another process wrote this learner meanwhile: redo inside
-                    current = self.learners.tracker.state(app, spec.user_id, model)
-                    plan = self.learners.tracker.plan(app, interactions)
-                    self.learners.tracker.write(app, plan)
-                    entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
-                # nothing new to write: the state brought up to date above is the one to use
-                entry = entries.get((app, *learner), current)
-                latest = max((i.timestamp for i in plan.changed), default=None)
-                session = session.with_interactions(plan.new, latest)
-                if spec.mode.type == "assess":
-                    tested = [i.item_id for i in plan.changed if i.kind == "attempt"]
-                    session = self._with_assessed(app, session, tested)
-                step, after = self._recommend(app, session, model, entry)
-                doc, block_rows = split_doc(after.to_doc(like=written), after.assessed, blocks)
-                self.store.put_many("sessions", app, [((session_id,), doc), *block_rows])
-            self._states.put((app, session_id), (after.as_stored(), doc))
-            self.learners.tracker.install(entries)
+        # the learner's state is brought up to date (and the new events applied, replaying from a
+        # checkpoint when they are late) before the transaction, so that the store is held only for
+        # the writes and the recommendation
+        with self.learners.ingest(app, interactions, lambda c: model, step=(spec.user_id, model)) as ingestion:
+            session, written, blocks = self._stored_session(app, session_id)
+            plan = ingestion.plan
+            entry = ingestion.entry(spec.user_id, spec.catalog_id)
+            latest = max((i.timestamp for i in plan.changed), default=None)
+            session = session.with_interactions(plan.new, latest)
+            if spec.mode.type == "assess":
+                tested = [i.item_id for i in plan.changed if i.kind == "attempt"]
+                session = self._with_assessed(app, session, tested)
+            step, after = self._recommend(app, session, model, entry)
+            doc, block_rows = split_doc(after.to_doc(like=written), after.assessed, blocks)
+            self.store.put_many("sessions", app, [((session_id,), doc), *block_rows])
+        self._states.put((app, session_id), (after.as_stored(), doc))
         return step
 
     def _with_assessed(self, app: str, session: SessionState, item_ids: Sequence[str]) -> SessionState:
