@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from learnloop import Engine
 from learnloop.content import CatalogIndex
+from learnloop.engine.records import CHANGES_KEY
 from learnloop.engine.repository import repository as content_repo
-from learnloop.engine.repository.changes import CHANGES_KEY, CHANGES_LOG, NAMES_PER_WRITE
+from learnloop.engine.repository.changes import CHANGES_LOG, NAMES_PER_WRITE
 from learnloop.store import SQLiteStore
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from learnloop.engine import records
 from learnloop.engine.options import LearnerOptions
 from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.engine.repository.changes import touched
@@ -37,7 +38,7 @@ class Calibration:
     def event_log(self, catalog_id: str, *, app: str = "default") -> dict[str, list[Any]]:
         self.content.catalog_model(catalog_id, app=app)  # NotFoundError for an unknown catalog
         rows: list[tuple[str, float, int, str, str, float]] = []
-        for seq, (key, stored) in enumerate(self.store.scan("events", app, order="seq")):
+        for seq, (key, stored) in enumerate(records.events(self.store, app, order="seq")):
             if key[1] != catalog_id:
                 continue
             doc = json_doc(stored)
@@ -85,7 +86,7 @@ class Calibration:
         items: list[int] = []
         scores: list[float] = []
         answers: list[tuple[str, str, int]] = []  # (user, timestamp, position) of each scored attempt
-        for key, stored in self.store.scan("events", app):
+        for key, stored in records.events(self.store, app):
             if key[1] != catalog_id or key[0] in excluded:
                 continue
             code = item_codes.get(key[2])
@@ -126,7 +127,7 @@ class Calibration:
         if echo:
             calibration["echo"] = self._echo(cm, item_codes, answers, np.asarray(scores), b, a, calibration, app)
         with self.store.atomic():
-            self.store.put_many("meta", app, [((f"calibration:{catalog_id}",), calibration)])
+            records.put_calibration(self.store, app, catalog_id, calibration)
             self.content.bump_version(app, touched(catalogs=[catalog_id]))
         return result
 

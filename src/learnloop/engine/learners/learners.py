@@ -19,6 +19,7 @@ from learnloop._lru import LRUCache
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
+from learnloop.engine import records
 from learnloop.engine.learners.batch import EventBatch, PlainEvents, kind_problem, plain_events
 from learnloop.engine.learners.plans import BatchPlan, Plan, StaleError
 from learnloop.engine.learners.tracker import LearnerEntry, Tracker
@@ -316,7 +317,7 @@ class Learners:
         self, keys: Iterable[tuple[str, str, str, str]], *, app: str = "default"
     ) -> set[tuple[str, str, str, str]]:
         canonical = [(u, c, i, format_timestamp(parse_timestamp(t))) for u, c, i, t in keys]
-        return {tuple(k) for k in self.store.get_many("events", app, canonical)}  # type: ignore[misc]
+        return {tuple(k) for k in records.event_docs(self.store, app, canonical)}  # type: ignore[misc]
 
     def ability(
         self, user_id: str, catalog_id: str, topic_id: str | None = None, *, app: str = "default"

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from learnloop._lru import LRUCache
+from learnloop.engine import records
 from learnloop.engine.learners.batch import EventBatch
 from learnloop.engine.learners.plans import BatchPlan, Plan, StaleError, plan_batch, plan_interactions
 from learnloop.engine.learners.plans import write as write_plan
@@ -165,7 +166,7 @@ class Tracker:
         if after != -math.inf:
             # canonical stamps sort as the instants they name: only the tail is decoded
             since = format_timestamp(datetime.fromtimestamp(math.floor(after * 1000 - 1) / 1000, UTC))
-        rows = self.store.scan("events", app, (user, catalog), order="seq", last_after=since)
+        rows = records.events_of(self.store, app, (user, catalog), last_after=since)
         return _order(i for i in (Interaction.from_doc(json_doc(doc)) for _, doc in rows) if i.epoch > after)
 
     def state(self, app: str, user: str, catalog: CatalogModel) -> LearnerEntry:
@@ -176,7 +177,7 @@ class Tracker:
         """
         catalog_id = catalog.index.catalog_id
         key = (app, user, catalog_id)
-        doc = self.store.get("learners", app, (user, catalog_id))
+        doc = records.revision(self.store, app, (user, catalog_id))
         cached = self._get(key)
         if (
             cached is not None

@@ -19,6 +19,7 @@ from learnloop._lru import LRUCache
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
+from learnloop.engine import records
 from learnloop.engine.learners.batch import ContextEvents, kind_problem
 from learnloop.engine.learners.learners import Learners
 from learnloop.engine.learners.tracker import LearnerEntry
@@ -78,22 +79,7 @@ class Sessions:
         self._administered: LRUCache[tuple[str, str], tuple[CatalogIndex, int, BoolArray]] = LRUCache(max_items=1024)
         # per assessment session: its assessed items with their set, for the next step's additions
         self._assessed_sets: LRUCache[tuple[str, str], tuple[tuple[str, ...], set[str]]] = LRUCache(max_items=1024)
-        self._signer = ContextSigner(secret if secret is not None else self._stored_secret())
-
-    # -- plumbing -------------------------------------------------------------------
-    def _stored_secret(self) -> bytes:
-        """The store's context-signing secret, created once for every process on the store.
-
-        Read, created when absent and read back in one transaction (an
-        immediate one on SQLite), so two processes opening a fresh store at
-        once end up with the same secret.
-        """
-        with self.store.atomic():
-            doc = self.store.get("meta", "", ("context_secret",))
-            if doc is None:
-                self.store.put_many("meta", "", [(("context_secret",), {"hex": secrets.token_hex(32)})])
-                doc = self.store.get("meta", "", ("context_secret",))
-        return bytes.fromhex(json_doc(doc)["hex"])
+        self._signer = ContextSigner(secret if secret is not None else records.context_secret(self.store))
 
     def next_items(
         self,
@@ -176,7 +162,7 @@ class Sessions:
             constraint_counts=(0,) * len(constraints),
         )
         doc = state.to_doc()
-        self.store.put_many("sessions", app, [((session_id,), doc)])
+        records.put_session(self.store, app, session_id, doc)
         self._specs.put((app, session_id), parsed)
         self._states.put((app, session_id), (state.as_stored(), doc))
         return self._signer.sign(app, "s", {"id": session_id})
@@ -206,7 +192,7 @@ class Sessions:
         with its document, for :meth:`SessionState.to_doc` to reuse, and the number of
         blocks of assessed items stored for it (see :mod:`learnloop.engine.sessions.documents`)."""
         key = (app, session_id)
-        doc = self.store.get("sessions", app, (session_id,))
+        doc = records.session(self.store, app, session_id)
         if doc is None:  # (a context of this store's secret whose session is gone): what it names is not found
             raise NotFoundError("session", session_id)
         written = self._states.get(key)
@@ -296,7 +282,7 @@ class Sessions:
                 session = self._with_assessed(app, session, tested)
             step, after = self._recommend(app, session, model, entry)
             doc, block_rows = split_doc(after.to_doc(like=written), after.assessed, blocks)
-            self.store.put_many("sessions", app, [((session_id,), doc), *block_rows])
+            records.put_session(self.store, app, session_id, doc, block_rows)
         self._states.put((app, session_id), (after.as_stored(), doc))
         return step
 
