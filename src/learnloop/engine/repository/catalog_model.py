@@ -70,7 +70,7 @@ class CatalogModel:
     def derived(self, name: str, make: Callable[[CatalogModel], _T]) -> _T:
         """A value derived from this catalog model, made once and kept with it (as
         :meth:`CatalogIndex.derived <learnloop.content.CatalogIndex.derived>` does for the index)."""
-        found = self._derived.get(name)
+        found: _T | None = self._derived.get(name)
         if found is None:
             found = self._derived.setdefault(name, make(self))
         return found

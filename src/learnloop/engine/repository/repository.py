@@ -16,6 +16,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from learnloop._lru import LRUCache
 from learnloop._types import BoolArray
 from learnloop._validation import parse
@@ -43,7 +45,7 @@ __all__ = ["ContentRepository"]
 DEFAULT_APP = "default"
 
 
-def _dump(model: Any) -> dict[str, Any]:
+def _dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", exclude_none=True)
 
 

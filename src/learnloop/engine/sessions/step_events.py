@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from learnloop.engine.learners.batch import context_events
-from learnloop.events import _CANONICAL, Interaction, parse_timestamp
+from learnloop.events import CANONICAL_TIMESTAMP, Interaction, parse_timestamp
 
 __all__ = ["StepEvent", "step_events"]
 
@@ -97,7 +97,7 @@ def _plain(event: Any) -> StepEvent | None:
     context, stamp = event["recommendation_context"], event["timestamp"]
     if context.__class__ is not str or stamp.__class__ is not str or not stamp.isascii():
         return None
-    if not _CANONICAL.fullmatch(stamp):
+    if not CANONICAL_TIMESTAMP.fullmatch(stamp):
         return None
     score, spent, fraction = event.get("score"), event.get("time_spent_ms"), event.get("fraction_completed")
     if not _unit(score) or not _unit(fraction):
