@@ -1,6 +1,6 @@
 """Another learner's step while one learner's late event is replayed (plain script; prints figures).
 
-Setup: the course of ``tests/recommend/test_concurrency.py`` (2 chapters of 3
+Setup: the course of ``tests/engine/test_concurrency.py`` (2 chapters of 3
 topics of 4 items), one learner with a long history (``--events``, 60,000 by
 default) and another with a session. A late event of the first learner (500
 events before their latest) makes their next status read replay their history

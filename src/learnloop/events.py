@@ -299,7 +299,7 @@ class Interaction:
             doc.get("fraction_completed"),
             doc.get("session_id"),
             doc.get("practice", True),
-            stamp if _CANONICAL.fullmatch(stamp) else None,
+            stamp if CANONICAL_TIMESTAMP.fullmatch(stamp) else None,
         )
 
     @classmethod
@@ -380,4 +380,4 @@ _new = object.__new__
     )
 )
 #: the canonical form format_timestamp writes (a stored stamp in it is kept as it is)
-_CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+CANONICAL_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")

@@ -33,9 +33,9 @@ import uvicorn
 from httpserve import free_port
 
 from learnloop import Engine
-from learnloop._revisions import Revision
 from learnloop.api import V2Api
 from learnloop.api.v1 import DEFAULT_ERROR_LINK
+from learnloop.engine.learners.revisions import Revision
 from learnloop.events import format_timestamp
 from learnloop.server import Keys, KeysFileError, StoreUrlError, load_sample_course, open_engine
 from learnloop.server.cli import _serve_options, main

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from learnloop import Engine
-from learnloop._revisions import Revision
+from learnloop.engine.learners.revisions import Revision
 from learnloop.events import format_timestamp
 from learnloop.sim import sample_course
 from learnloop.store import PostgresStore

@@ -57,7 +57,7 @@ class _IgnoresTheFilter(Engine):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        import learnloop._sessions as sessions_module
+        import learnloop.engine.sessions.sessions as sessions_module
 
         real = sessions_module.session_step
 

@@ -1,8 +1,11 @@
 """The v1 content endpoints: assets and views, stored beside the items and catalogs they become.
 
-An asset's v1 document goes to the ``assets`` table and its item to the item
-database in one transaction; a view's document goes to the ``views`` table
-(whose update sequence orders the view list) and its catalog beside it.
+An asset's v1 document is kept in the engine's document namespace ``v1.assets``
+and its item in the item database, in one transaction (``engine.atomic()``); a
+view's document goes to the namespace ``v1.views`` (whose write order orders the
+view list) and its catalog beside it. The façade reaches the store only through
+:meth:`Engine.documents <learnloop.engine.Engine.documents>` and
+:meth:`~learnloop.engine.Engine.put_documents`.
 """
 
 from __future__ import annotations

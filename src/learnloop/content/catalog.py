@@ -259,7 +259,7 @@ class CatalogIndex:
         found = self._derived.get(name)
         if found is None:
             found = self._derived.setdefault(name, make(self))
-        return found
+        return found  # type: ignore[no-any-return]
 
     @property
     def n_items(self) -> int:

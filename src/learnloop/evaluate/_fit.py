@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from learnloop._options import LearnerOptions
 from learnloop.content import CatalogIndex
 from learnloop.datasets import ResponseLog, from_columns
+from learnloop.engine import LearnerOptions
 from learnloop.evaluate._models import EngineModel
 from learnloop.tracing import log_loss
 

@@ -12,11 +12,10 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from learnloop._options import TOPIC_RATE_NAMES, LearnerOptions, with_topic_rates
-from learnloop._tracking import CatalogModel
 from learnloop._types import FloatArray
 from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.datasets import ResponseLog
+from learnloop.engine import CatalogModel, LearnerOptions
 from learnloop.tracing import BKT, Sequences, calibrate, log_loss, predict_sequences
 from learnloop.tracing.calibration import refine_step
 from learnloop.tracing.echo import Echo, fit_echo, previous_answers
@@ -347,7 +346,7 @@ class EngineModel:
         values = fit.as_options()
         ids = cm.index.topic_ids
         self.topic_rates_ = {
-            ids[t]: {name: float(values[name][t]) for name in TOPIC_RATE_NAMES}
+            ids[t]: {name: float(values[name][t]) for name in LearnerOptions.TOPIC_RATES}
             for t in np.flatnonzero(fit.responses).tolist()
         }
         return self
@@ -386,7 +385,7 @@ class EngineModel:
             index = compile_catalog(catalog, {i.item_id: i for i in items})
             ids = dict(zip(log.item_ids, log.catalog_item_ids, strict=True))
         calibration = {ids[raw]: params for raw, params in self.calibration_.items() if raw in ids}
-        options = with_topic_rates(self.options, index.topic_ids, self.topic_rates_)
+        options = self.options.with_topic_rates(index.topic_ids, self.topic_rates_)
         return CatalogModel.build(index, calibration=calibration, **options)
 
     def _positions(self, cm: CatalogModel, log: ResponseLog) -> np.ndarray:

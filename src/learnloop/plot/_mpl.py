@@ -26,4 +26,4 @@ def axes(ax: Axes | None, *, figsize: tuple[float, float]) -> Axes:
     if ax is not None:
         return ax
     _, new = pyplot().subplots(figsize=figsize)
-    return new
+    return new  # type: ignore[no-any-return]

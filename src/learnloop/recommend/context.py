@@ -154,4 +154,4 @@ class ContextSigner:
             raise ContextError("context belongs to another application")
         if body["k"] != kind:
             raise ContextError(f"not a {'session' if kind == 's' else 'recommendation'} context")
-        return body["p"]
+        return body["p"]  # type: ignore[no-any-return]

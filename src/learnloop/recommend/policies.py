@@ -52,7 +52,7 @@ def _closest(view: LearnerView, positions: IntArray, target: float) -> int:
 
 
 def _topic_name(view: LearnerView, position: int) -> str:
-    return view.index.topic_ids[view.index.item_topic[position]]
+    return view.index.topic_ids[view.index.item_topic[position]]  # type: ignore[no-any-return]
 
 
 class Policy:

@@ -81,7 +81,7 @@ def in_topic_of(index: CatalogIndex, topic: int, mask: BoolArray) -> BoolArray:
     """``mask & (index.item_topic == topic)``: the positions of ``mask`` that ``topic`` owns."""
     runs = topic_runs(index)
     if not runs.identity:
-        return mask & (index.item_topic == topic)
+        return mask & (index.item_topic == topic)  # type: ignore[no-any-return]
     out = np.zeros_like(mask)
     lo, hi = runs.ptr[topic], runs.ptr[topic + 1]
     out[lo:hi] = mask[lo:hi]
@@ -191,7 +191,7 @@ def ready_topics(index: CatalogIndex, mastered: BoolArray) -> BoolArray:
     unmet = np.bincount(
         topics.req_owner, weights=(~mastered[topics.req_idx]).astype(np.float64), minlength=index.n_topics
     )
-    return unmet == 0
+    return unmet == 0  # type: ignore[no-any-return]
 
 
 class LearnerView:

@@ -119,7 +119,7 @@ class SimulatedLearner:
 
     def _gain_at(self, topic: int, now: float) -> float:
         elapsed = max(0.0, now - self.gain_time[topic]) / _DAY
-        return float(self.gain[topic]) * 0.5 ** (elapsed / self.half_life_days)
+        return float(self.gain[topic]) * 0.5 ** (elapsed / self.half_life_days)  # type: ignore[no-any-return]
 
     def ability(self, topic: int, at: datetime | float) -> float:
         """True ability on ``topic`` at time ``at`` (learning, forgetting, prerequisites)."""

@@ -207,7 +207,7 @@ class SQLiteStore:
         )
         last = cur.fetchone()[0]
         self._block = [last - _SPARE + 1, last]
-        return last - _SPARE - n + 1
+        return last - _SPARE - n + 1  # type: ignore[no-any-return]
 
     # -- reads ------------------------------------------------------------------------
     def get(self, table: str, app: str, key: Key) -> Doc | None:
@@ -296,9 +296,9 @@ class SQLiteStore:
     def count(self, table: str, app: str, prefix: Key = ()) -> int:
         clause, params = self._where_prefix(table, prefix)
         with self._lock:
-            return self._conn.execute(f"SELECT COUNT(*) FROM {table} WHERE app = ?{clause}", (app, *params)).fetchone()[
-                0
-            ]
+            row = self._conn.execute(f"SELECT COUNT(*) FROM {table} WHERE app = ?{clause}", (app, *params)).fetchone()
+        count: int = row[0]
+        return count
 
     # -- writes ---------------------------------------------------------------------
     def put_many(self, table: str, app: str, rows: Iterable[tuple[Key, Doc]]) -> None:

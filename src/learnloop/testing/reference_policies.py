@@ -62,7 +62,7 @@ def _closest(view: LearnerView, mask: BoolArray, target: float) -> int:
 
 
 def _topic_name(view: LearnerView, position: int) -> str:
-    return view.index.topic_ids[view.index.item_topic[position]]
+    return view.index.topic_ids[view.index.item_topic[position]]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -340,4 +340,4 @@ def reference_mastered(view: LearnerView, *, threshold: float, min_attempts: int
         )
         has_leaves = np.bincount(structure.leaf_owner, minlength=index.n_topics) > 0
         mastered |= has_leaves & (unmet == 0)
-    return mastered
+    return mastered  # type: ignore[no-any-return]

@@ -251,7 +251,7 @@ def predicted(obs: FloatArray, lengths: IntArray, skill: IntArray, params: Float
     """P(K) before each answer of a flat layout, given per-skill ``params`` (5, 1, n_skills)."""
     width = 6
     walk = Walk(obs, lengths, np.repeat(skill, lengths), width)
-    return walk.predicted(tables(params, width)[0], params[0][:, skill])[0]
+    return walk.predicted(tables(params, width)[0], params[0][:, skill])[0]  # type: ignore[no-any-return]
 
 
 def merge_identical(

@@ -179,7 +179,7 @@ def _nested_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_active
     block.has[nodes] = True
     if block.gain is not None:
         block.mean[own] += block.gain[lo:hi]
-    return p
+    return p  # type: ignore[no-any-return]
 
 
 def _additive_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_active: int) -> FloatArray:
@@ -220,4 +220,4 @@ def _additive_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_acti
         block.mom_v[:n_active] = np.maximum(mom_var - mom_var * mom_var * h / den, _VAR_MIN)
     if block.gain is not None:
         block.mean[own] += block.gain[lo:hi]
-    return p
+    return p  # type: ignore[no-any-return]

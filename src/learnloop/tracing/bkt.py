@@ -384,7 +384,7 @@ class BKT:
         top = 1.0 - _MIN_P
         hi = np.array([top, top, min(self.max_guess, top), min(self.max_slip, top), 0.5 if self.fit_forget else 0.0])
         lo = np.array([_MIN_P, _MIN_P, _MIN_P, _MIN_P, 0.0])
-        return np.clip(new, lo[:, None, None], hi[:, None, None])
+        return np.clip(new, lo[:, None, None], hi[:, None, None])  # type: ignore[no-any-return]
 
     def fit(self, sequences: Sequences) -> BKT:
         """Fit every skill of ``sequences``; returns ``self``."""

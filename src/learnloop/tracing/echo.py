@@ -82,7 +82,7 @@ class Echo:
         prev = np.asarray(prev_topic, dtype=np.int64)
         sign = np.where(prev >= 0, 2.0 * np.asarray(prev_score, dtype=np.float64) - 1.0, 0.0)
         term = np.where(prev == t, self.same, self.switch + self.pair_weight(prev, t))
-        return self.c0 + self.c1 * zz + sign * term
+        return self.c0 + self.c1 * zz + sign * term  # type: ignore[no-any-return]
 
     def predict(self, p: ArrayLike, topic: ArrayLike, prev_topic: ArrayLike, prev_score: ArrayLike) -> FloatArray:
         """:meth:`apply` on probabilities: P(correct) from the model's ``p``."""

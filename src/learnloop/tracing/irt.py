@@ -61,7 +61,7 @@ def difficulty_to_b(d: ArrayLike, *, default: float = 0.5) -> FloatArray:
     arr = np.asarray(d, dtype=np.float64)
     arr = np.where(np.isnan(arr), default, arr)
     arr = np.clip(arr, _D_EPS / 2.0, 1.0 - _D_EPS / 2.0)
-    return np.clip(np.log(arr) - np.log1p(-arr), -B_LIMIT, B_LIMIT)
+    return np.clip(np.log(arr) - np.log1p(-arr), -B_LIMIT, B_LIMIT)  # type: ignore[no-any-return]
 
 
 def b_to_difficulty(b: ArrayLike) -> FloatArray:

@@ -239,4 +239,4 @@ def _time_major(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     rank = np.repeat(np.arange(lengths.size), lengths)
     step = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     flat = np.repeat(starts, lengths) + step
-    return flat[np.lexsort((rank, step))]
+    return flat[np.lexsort((rank, step))]  # type: ignore[no-any-return]

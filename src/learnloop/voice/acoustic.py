@@ -158,7 +158,7 @@ def _read_sendump(path: Path, n_feat: int) -> np.ndarray:
     rows, cols = struct.unpack_from(e + "2i", data, pos)
     pos += 8
     q = np.frombuffer(data, dtype=np.uint8, count=n_feat * rows * cols, offset=pos)
-    return -q.reshape(n_feat, rows, cols).astype(np.float64) * _MIXW_SCALE
+    return -q.reshape(n_feat, rows, cols).astype(np.float64) * _MIXW_SCALE  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, eq=False)
@@ -315,7 +315,7 @@ class SphinxModel:
 
     def transitions(self, phone_id: int) -> np.ndarray:
         """Log transition matrix ``(n_emit, n_emit + 1)`` of a phone."""
-        return self.log_trans[self._mdef.phone_tmat[phone_id]]
+        return self.log_trans[self._mdef.phone_tmat[phone_id]]  # type: ignore[no-any-return]
 
     # -- scoring -----------------------------------------------------------------
     def senone_loglik(
@@ -362,4 +362,4 @@ class SphinxModel:
 
     def ci_senones(self) -> np.ndarray:
         """Senone ids of every CI phone, shape ``(n_ci, n_emit)``."""
-        return self.phone_senones[: len(self.phones)]
+        return self.phone_senones[: len(self.phones)]  # type: ignore[no-any-return]

@@ -296,7 +296,7 @@ class Linear:
     bias: float
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return ((x - self.mean) / self.sd) @ self.weights + self.bias
+        return ((x - self.mean) / self.sd) @ self.weights + self.bias  # type: ignore[no-any-return]
 
     def to_dict(self) -> dict[str, Any]:
         return {"mean": _list(self.mean), "sd": _list(self.sd), "weights": _list(self.weights), "bias": self.bias}
@@ -318,7 +318,7 @@ class Network:
     b2: float
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return np.tanh(((x - self.mean) / self.sd) @ self.w1 + self.b1) @ self.w2 + self.b2
+        return np.tanh(((x - self.mean) / self.sd) @ self.w1 + self.b1) @ self.w2 + self.b2  # type: ignore[no-any-return]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -382,7 +382,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, *, ridge: float = 1.0, iterations
 
 
 def _sigmoid(v: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(v, -50.0, 50.0)))
+    return 1.0 / (1.0 + np.exp(-np.clip(v, -50.0, 50.0)))  # type: ignore[no-any-return]
 
 
 def fit_network(
@@ -432,7 +432,7 @@ class Bands:
     def phone_score(self, accuracy: np.ndarray) -> np.ndarray:
         knots_x = [0.0, *self.phone, 2.0]
         knots_y = [0.0, 60.0, 80.0, 90.0, 100.0]
-        return np.rint(np.interp(accuracy, knots_x, knots_y)).astype(int)
+        return np.rint(np.interp(accuracy, knots_x, knots_y)).astype(int)  # type: ignore[no-any-return]
 
     @staticmethod
     def ten_point_score(value: np.ndarray) -> np.ndarray:

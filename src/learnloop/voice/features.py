@@ -97,7 +97,7 @@ def _frames(signal: np.ndarray) -> np.ndarray:
     if not count:
         return np.zeros((0, _FRAME_SIZE))
     idx = np.arange(count)[:, None] * FRAME_SHIFT + np.arange(_FRAME_SIZE)[None, :]
-    return padded[idx]
+    return padded[idx]  # type: ignore[no-any-return]
 
 
 def _remove_noise(power: np.ndarray) -> np.ndarray:
@@ -153,7 +153,7 @@ def cepstra(samples: np.ndarray) -> np.ndarray:
         spectrum = np.fft.rfft(frames[at : at + _BLOCK_FRAMES] * window, n=_NFFT, axis=1)
         blocks.append((spectrum.real**2 + spectrum.imag**2) @ bank)
     mel = _remove_noise(np.concatenate(blocks) if blocks else np.zeros((0, bank.shape[1])))
-    return (np.log(mel + _LOG_FLOOR) @ dct) * lifter
+    return (np.log(mel + _LOG_FLOOR) @ dct) * lifter  # type: ignore[no-any-return]
 
 
 def mfcc_features(samples: np.ndarray) -> np.ndarray:

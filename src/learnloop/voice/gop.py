@@ -103,7 +103,7 @@ def _rescore(seg_ll: np.ndarray, self_lp: np.ndarray, next_lp: np.ndarray) -> np
         move = np.full_like(delta, -np.inf)
         move[:, 1:] = delta[:, :-1] + next_lp[:, :-1]
         delta = np.maximum(stay, move) + seg_ll[t]
-    return delta[:, 2] + next_lp[:, 2]
+    return delta[:, 2] + next_lp[:, 2]  # type: ignore[no-any-return]
 
 
 def _relaxed(
@@ -146,8 +146,8 @@ def _relaxed(
         move[:, 1:] = delta[:, :-1] + next_lp[:, :-1]
         delta = np.maximum(delta + self_lp, move) + ll[t]
     if nxt is not None:
-        return delta[:, slot + 3 :].max(axis=1)
-    return delta[:, slot + 2] + next_lp[:, slot + 2]
+        return delta[:, slot + 3 :].max(axis=1)  # type: ignore[no-any-return]
+    return delta[:, slot + 2] + next_lp[:, slot + 2]  # type: ignore[no-any-return]
 
 
 def ci_loglik(model: SphinxModel, features: np.ndarray, *, cache: DensityCache | None = None) -> np.ndarray:
@@ -162,7 +162,7 @@ def ci_loglik(model: SphinxModel, features: np.ndarray, *, cache: DensityCache |
 def speech_frames(ci_ll: np.ndarray, *, margin: float = 2.0) -> np.ndarray:
     """Frames where the best phone state beats the best silence state by ``margin`` nats."""
     best = ci_ll.max(axis=2)
-    return best[:, :-1].max(axis=1) - best[:, -1] > margin
+    return best[:, :-1].max(axis=1) - best[:, -1] > margin  # type: ignore[no-any-return]
 
 
 def phone_gops(

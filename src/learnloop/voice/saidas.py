@@ -143,7 +143,8 @@ class SaidAs:
         """The probability of each of :func:`candidates` ``(phone)``."""
         s = candidate_features(phone, llr, frames, first_language, calibration) @ self.weights
         s = np.exp(s - s.max())
-        return s / s.sum()
+        out: np.ndarray = s / s.sum()
+        return out
 
     def other(
         self,

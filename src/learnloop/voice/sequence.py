@@ -35,7 +35,8 @@ __all__ = ["SequenceModel", "positions"]
 def _layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
     mu = x.mean(axis=-1, keepdims=True)
     var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * g + b
+    out: np.ndarray = (x - mu) / np.sqrt(var + 1e-5) * g + b
+    return out
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:

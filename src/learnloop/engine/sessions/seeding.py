@@ -1,7 +1,7 @@
 """The engine's random streams: ``np.random.default_rng`` of a few integers, made quickly.
 
 A step's generator is a function of the engine's seed and the learner's
-position (see :meth:`Sessions._session_rng <learnloop._sessions.Sessions>`);
+position (see :meth:`Sessions._session_rng <learnloop.engine.sessions.sessions.Sessions>`);
 making it is a fixed cost of every step, so :func:`seeded_rng` builds exactly
 the generator ``default_rng`` builds, in about half the time.
 """

@@ -23,28 +23,26 @@ outside store transactions, so a long replay holds up nobody but its learner.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 
-from learnloop._event_batch import EventBatch
 from learnloop._lru import LRUCache
-from learnloop._plans import BatchPlan, Plan, StaleError, plan_batch, plan_interactions
-from learnloop._plans import write as write_plan
-from learnloop._revisions import Revision, RevisionMemo
-from learnloop.content import CatalogIndex
+from learnloop.engine import records
+from learnloop.engine.learners.batch import EventBatch
+from learnloop.engine.learners.plans import BatchPlan, Plan, StaleError, plan_batch, plan_interactions
+from learnloop.engine.learners.plans import write as write_plan
+from learnloop.engine.learners.revisions import Revision, RevisionMemo
+from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.events import Interaction, format_timestamp
-from learnloop.recommend.view import catalog_topics
 from learnloop.store import Store
 from learnloop.store.base import json_doc
-from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState
+from learnloop.tracing import LearnerState
 
-__all__ = ["CatalogModel", "Plan", "StaleError", "Tracker"]
+__all__ = ["LearnerEntry", "Plan", "StaleError", "Tracker", "empty_entry"]
 
 #: a checkpoint of a learner's state every this many events (learners with fewer keep none)
 CHECKPOINT_EVERY = 2048
@@ -64,74 +62,6 @@ def _state_nbytes(state: LearnerState) -> int:
     return sum(a.nbytes for a in arrays) + _ARRAY_OVERHEAD * len(arrays) + 100
 
 
-@dataclass(frozen=True, eq=False)
-class CatalogModel:
-    """A compiled catalog with its learner model and a fingerprint of both."""
-
-    index: CatalogIndex
-    model: LearnerModel
-    fingerprint: str
-    _empty: list[Any] = field(default_factory=list, repr=False)
-
-    @classmethod
-    def build(
-        cls,
-        index: CatalogIndex,
-        *,
-        calibration: Mapping[str, Mapping[str, float]] | None = None,
-        **model_options: Any,
-    ) -> CatalogModel:
-        """``calibration`` maps item ids to calibrated ``{"b": ..., "a": ...}``;
-        items without one keep their cold-start difficulty."""
-        topics = catalog_topics(index)
-        items = ItemParams.from_catalog(
-            item_topic=index.item_topic,
-            difficulty=index.difficulty,
-            scorable=index.scorable,
-            is_theory=index.is_theory,
-        )
-        if calibration:
-            b = items.b.copy()
-            a = items.a.copy()
-            for item_id, params in calibration.items():
-                positions = index.item_positions.get(item_id)
-                if positions is not None:
-                    b[positions] = params["b"]
-                    a[positions] = params.get("a", 1.0)
-            items = items.with_calibration(b, a)
-        digest = hashlib.blake2b(digest_size=12)
-        digest.update("\x1f".join(index.topic_ids).encode())
-        digest.update("\x1f".join(index.item_ids).encode())
-        for arr in (index.topic_parent, index.prerequisite_edges, index.item_topic, items.b, items.a):
-            digest.update(np.ascontiguousarray(arr).tobytes())
-        digest.update(repr(sorted(model_options.items())).encode())
-        return cls(index, LearnerModel(topics, items, **model_options), digest.hexdigest())
-
-    def empty_entry(self) -> _Cached:
-        """The (shared, immutable) entry of a learner without any event."""
-        if not self._empty:
-            self._empty.append(_Cached(0, self.fingerprint, self.model.new_state(), -math.inf, None))
-        entry: _Cached = self._empty[0]
-        return entry
-
-    def to_event(self, interaction: Interaction) -> Event | None:
-        """The tracing event of a stored interaction (None when its item left the catalog)."""
-        position = self.index.position(interaction.item_id, interaction.topic_id)
-        if position is None:
-            position = self.index.position(interaction.item_id)
-            if position is None:
-                return None
-        return Event(
-            item=position,
-            kind=interaction.kind,
-            timestamp=interaction.epoch,
-            score=interaction.score,
-            time_spent_ms=interaction.time_spent_ms or 0,
-            fraction_completed=interaction.fraction_completed,
-            practice=interaction.practice,
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class _Checkpoint:
     """A learner state holding every event with a timestamp up to ``latest`` (and none later)."""
@@ -142,7 +72,7 @@ class _Checkpoint:
 
 
 @dataclass(frozen=True, slots=True)
-class _Cached:
+class LearnerEntry:
     """A learner state as of ``revision``: ``state`` with ``pending`` events not yet applied.
 
     ``dirty_from`` (epoch seconds) marks that events at or after it changed
@@ -176,6 +106,15 @@ class _Cached:
         return total + 200 * len(self.pending) + _ENTRY_OVERHEAD
 
 
+def empty_entry(catalog: CatalogModel) -> LearnerEntry:
+    """The (shared, immutable) entry of a learner without any event, one per catalog model."""
+    return catalog.derived("learners.empty_entry", _empty_entry)
+
+
+def _empty_entry(catalog: CatalogModel) -> LearnerEntry:
+    return LearnerEntry(0, catalog.fingerprint, catalog.model.new_state(), -math.inf, None)
+
+
 _NONE = Revision()
 
 
@@ -196,16 +135,16 @@ class Tracker:
         if cache_bytes < 0:
             raise ValueError(f"cache_bytes must be non-negative, got {cache_bytes}")
         self.store = store
-        self._cache: LRUCache[tuple[str, str, str], _Cached] = LRUCache(
+        self._cache: LRUCache[tuple[str, str, str], LearnerEntry] = LRUCache(
             max_bytes=cache_bytes, sizeof=lambda entry: entry.nbytes
         )
         self._memo = RevisionMemo()
 
     # -- the cache ------------------------------------------------------------------
-    def _get(self, key: tuple[str, str, str]) -> _Cached | None:
+    def _get(self, key: tuple[str, str, str]) -> LearnerEntry | None:
         return self._cache.get(key)
 
-    def _remember(self, key: tuple[str, str, str], entry: _Cached) -> None:
+    def _remember(self, key: tuple[str, str, str], entry: LearnerEntry) -> None:
         if entry.revision != 0:  # learners without events share one empty entry, never cached
             entry.state.compact()  # the cache keeps the items met, not dense arrays made on demand
             self._cache.put(key, entry)
@@ -227,10 +166,10 @@ class Tracker:
         if after != -math.inf:
             # canonical stamps sort as the instants they name: only the tail is decoded
             since = format_timestamp(datetime.fromtimestamp(math.floor(after * 1000 - 1) / 1000, UTC))
-        rows = self.store.scan("events", app, (user, catalog), order="seq", last_after=since)
+        rows = records.events_of(self.store, app, (user, catalog), last_after=since)
         return _order(i for i in (Interaction.from_doc(json_doc(doc)) for _, doc in rows) if i.epoch > after)
 
-    def state(self, app: str, user: str, catalog: CatalogModel) -> _Cached:
+    def state(self, app: str, user: str, catalog: CatalogModel) -> LearnerEntry:
         """The current learner state (from the cache, caught up, or rebuilt).
 
         The caller holds the learner's lock; call it outside a store transaction
@@ -238,7 +177,7 @@ class Tracker:
         """
         catalog_id = catalog.index.catalog_id
         key = (app, user, catalog_id)
-        doc = self.store.get("learners", app, (user, catalog_id))
+        doc = records.revision(self.store, app, (user, catalog_id))
         cached = self._get(key)
         if (
             cached is not None
@@ -251,7 +190,7 @@ class Tracker:
             return cached
         revision = self._memo.decode(key, doc)
         if revision.rev == 0:
-            return catalog.empty_entry()
+            return empty_entry(catalog)
         entry = self._base(catalog, cached, revision)
         if not entry.current:
             entry = self._catch_up(app, user, catalog, entry)
@@ -260,11 +199,11 @@ class Tracker:
         return entry
 
     @staticmethod
-    def _base(catalog: CatalogModel, cached: _Cached | None, revision: Revision) -> _Cached:
+    def _base(catalog: CatalogModel, cached: LearnerEntry | None, revision: Revision) -> LearnerEntry:
         """The cached entry relabelled to the stored ``revision`` (marked dirty where others wrote)."""
         if cached is None or cached.fingerprint != catalog.fingerprint or cached.revision > revision.rev:
             # to be rebuilt from the whole history: the (shared, unused) empty state stands in
-            return replace(catalog.empty_entry(), revision=revision.rev, dirty_from=-math.inf)
+            return replace(empty_entry(catalog), revision=revision.rev, dirty_from=-math.inf)
         if cached.revision == revision.rev:
             return cached
         # another process wrote: the revision document says from which time on (+inf: it only
@@ -279,8 +218,13 @@ class Tracker:
         return replace(cached, revision=revision.rev, pending=(), dirty_from=low)
 
     def _catch_up(
-        self, app: str, user: str, catalog: CatalogModel, entry: _Cached, history: Sequence[Interaction] | None = None
-    ) -> _Cached:
+        self,
+        app: str,
+        user: str,
+        catalog: CatalogModel,
+        entry: LearnerEntry,
+        history: Sequence[Interaction] | None = None,
+    ) -> LearnerEntry:
         """``entry`` with its pending events applied, or rebuilt from a checkpoint.
 
         ``history`` is the learner's full history when the caller has it (the
@@ -311,23 +255,23 @@ class Tracker:
         return self._apply(catalog, start, tail, valid)
 
     @staticmethod
-    def _start(catalog: CatalogModel, entry: _Cached, valid: tuple[_Checkpoint, ...]) -> _Cached:
+    def _start(catalog: CatalogModel, entry: LearnerEntry, valid: tuple[_Checkpoint, ...]) -> LearnerEntry:
         """The state to replay from: the latest of the ``valid`` checkpoints, else the empty state."""
         if valid:
             base = valid[-1]
-            start = _Cached(entry.revision, entry.fingerprint, base.state, base.latest, base.last_attempt)
+            start = LearnerEntry(entry.revision, entry.fingerprint, base.state, base.latest, base.last_attempt)
         else:
-            start = replace(catalog.empty_entry(), revision=entry.revision)
+            start = replace(empty_entry(catalog), revision=entry.revision)
         return start
 
     @staticmethod
     def _apply(
         catalog: CatalogModel,
-        entry: _Cached,
+        entry: LearnerEntry,
         ordered: Sequence[Interaction],
         checkpoints: tuple[_Checkpoint, ...],
         revision: int | None = None,
-    ) -> _Cached:
+    ) -> LearnerEntry:
         """Apply interactions (in order, none earlier than ``entry.latest``), cutting checkpoints;
         the entry made is at ``revision`` (default: ``entry``'s)."""
         model = catalog.model
@@ -359,7 +303,7 @@ class Tracker:
                 since = 0
         if revision is None:
             revision = entry.revision
-        return _Cached(revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
+        return LearnerEntry(revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
 
     # -- writing --------------------------------------------------------------------------
     def plan(
@@ -401,7 +345,7 @@ class Tracker:
         catalogs: Callable[[str], CatalogModel],
         *,
         compute: Iterable[tuple[str, str]] = (),
-    ) -> dict[tuple[str, str, str], _Cached]:
+    ) -> dict[tuple[str, str, str], LearnerEntry]:
         """The cache entries after the plan is written: pending events appended.
 
         Learners in ``compute`` are brought fully up to date (may replay from a
@@ -411,7 +355,7 @@ class Tracker:
         wanted = set(compute)
         if isinstance(plan, BatchPlan):  # interactions made for the learners it can change only
             plan = plan.for_learners(k for k in plan.spans() if k in wanted or self._get((app, *k)) is not None)
-        out: dict[tuple[str, str, str], _Cached] = {}
+        out: dict[tuple[str, str, str], LearnerEntry] = {}
         for (user, catalog_id), group in plan.by_learner.items():
             catalog = catalogs(catalog_id)
             key = (app, user, catalog_id)
@@ -423,7 +367,7 @@ class Tracker:
             ):
                 continue  # rebuilt from the store when next read
             if revision == 0:
-                base = catalog.empty_entry()
+                base = empty_entry(catalog)
             else:
                 base = self._base(catalog, cached, stored)
             rewrite = (user, catalog_id) in plan.rewrites
@@ -441,7 +385,7 @@ class Tracker:
             if rewrite:
                 low = min(i.epoch for i in group)
                 dirty = low if dirty is None else min(dirty, low)
-            entry = _Cached(
+            entry = LearnerEntry(
                 revision + 1,
                 base.fingerprint,
                 base.state,
@@ -474,7 +418,7 @@ class Tracker:
                 rows[interaction.key] = interaction
         return _order(rows.values())
 
-    def install(self, entries: Mapping[tuple[str, str, str], _Cached]) -> None:
+    def install(self, entries: Mapping[tuple[str, str, str], LearnerEntry]) -> None:
         """Put entries made by :meth:`advance` in the cache (after their write committed)."""
         for key, entry in entries.items():
             self._remember(key, entry)

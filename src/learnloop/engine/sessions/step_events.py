@@ -1,6 +1,6 @@
 """The events posted to an adaptive step, as the fields the step reads.
 
-:func:`step_events` accepts exactly what :func:`~learnloop._event_batch.context_events`
+:func:`step_events` accepts exactly what :func:`~learnloop.engine.learners.batch.context_events`
 accepts, with the same values: events that are plain dicts of plain values
 (strings, floats, ints, timestamps in the canonical form the engine writes) are
 read here directly; anything else (models, other types, a problem anywhere) is
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from learnloop._event_batch import context_events
-from learnloop.events import _CANONICAL, Interaction, parse_timestamp
+from learnloop.engine.learners.batch import context_events
+from learnloop.events import CANONICAL_TIMESTAMP, Interaction, parse_timestamp
 
 __all__ = ["StepEvent", "step_events"]
 
@@ -64,7 +64,7 @@ _MAX_MS = 2**53 - 1
 
 def step_events(events: Iterable[Any]) -> list[StepEvent]:
     """The events' fields; raises :class:`~learnloop.errors.ValidationError` as
-    :func:`~learnloop._event_batch.context_events` does."""
+    :func:`~learnloop.engine.learners.batch.context_events` does."""
     given = events if events.__class__ is list else list(events)
     out = []
     for event in given:
@@ -97,7 +97,7 @@ def _plain(event: Any) -> StepEvent | None:
     context, stamp = event["recommendation_context"], event["timestamp"]
     if context.__class__ is not str or stamp.__class__ is not str or not stamp.isascii():
         return None
-    if not _CANONICAL.fullmatch(stamp):
+    if not CANONICAL_TIMESTAMP.fullmatch(stamp):
         return None
     score, spent, fraction = event.get("score"), event.get("time_spent_ms"), event.get("fraction_completed")
     if not _unit(score) or not _unit(fraction):

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from learnloop import Engine
-from learnloop._sessions import seeded_rng
 from learnloop.content import Filter, compile_catalog
+from learnloop.engine.sessions.sessions import seeded_rng
 from learnloop.recommend import LearnerView
 from learnloop.sim import SimClock, sample_course
 from learnloop.tracing import Event, ItemParams, LearnerModel, TopicStructure

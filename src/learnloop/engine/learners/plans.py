@@ -5,7 +5,7 @@ the event keys that may exist (a key later than every stored event of its
 learner is new without asking). Within one call the last version of a key wins;
 the order of first appearance is the posting order. :class:`Plan` holds the
 changed events as interactions (sessions, and the per-event path);
-:class:`BatchPlan` holds them as rows of an :class:`~learnloop._event_batch.EventBatch`,
+:class:`BatchPlan` holds them as rows of an :class:`~learnloop.engine.learners.batch.EventBatch`,
 written as columns. :func:`write` stores either in the same way.
 """
 
@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from learnloop._event_batch import EventBatch
-from learnloop._revisions import Revision, RevisionMemo
 from learnloop._types import IntArray
+from learnloop.engine import records
+from learnloop.engine.learners.batch import EventBatch
+from learnloop.engine.learners.revisions import Revision, RevisionMemo
 from learnloop.events import Interaction
 from learnloop.store import Store
 from learnloop.store.base import Columns, Doc, Key
@@ -116,9 +117,9 @@ def _revisions(
 ) -> dict[Learner, Revision]:
     if len(learners) == 1:  # (a session's step) one read
         learner = learners[0]
-        doc = store.get("learners", app, learner)
+        doc = records.revision(store, app, learner)
         return {learner: Revision.from_doc(doc) if memo is None else memo.decode((app, *learner), doc)}
-    found = store.get_many("learners", app, learners)
+    found = records.revisions(store, app, learners)
     return {(k[0], k[1]): Revision.from_doc(doc) for k, doc in found.items()}
 
 
@@ -130,7 +131,7 @@ def plan_interactions(
     revisions: Mapping[Learner, int] | None = None,
     latest: Mapping[Learner, float] | None = None,
 ) -> Plan:
-    """Which interactions would change anything (see :meth:`Tracker.plan <learnloop._tracking.Tracker.plan>`)."""
+    """Which interactions would change anything (see :meth:`Tracker.plan <learnloop.engine.learners.tracker.Tracker.plan>`)."""
     if revisions is not None and latest is not None and interactions.__class__ is list and len(interactions) == 1:
         # (a step) one event later than every stored one of its learner: new, nothing to read
         only: Interaction = interactions[0]
@@ -153,7 +154,7 @@ def plan_interactions(
         bound = {learner: known.get(learner, _NONE).stored_until for learner in learners}
     # a key later than every stored event of its learner is new: the store is not asked about it
     ask = [k for k, i in latest_version.items() if not i.epoch > bound.get((i.user_id, i.catalog_id), math.inf)]
-    existing = store.get_many("events", app, ask) if ask else {}
+    existing = records.event_docs(store, app, ask) if ask else {}
     changed: list[Interaction] = []
     rewrites: set[Learner] = set()
     for key, interaction in latest_version.items():
@@ -192,7 +193,7 @@ def plan_batch(store: Store, app: str, user_id: str, batch: EventBatch, topics: 
     ask = np.flatnonzero(~(epochs > bound[code])).tolist()
     at = rows.tolist()
     keys = {k: (user_id, catalogs[at[k]], items[at[k]], stamps[at[k]]) for k in ask}
-    existing = store.get_many("events", app, list(keys.values())) if ask else {}
+    existing = records.event_docs(store, app, list(keys.values())) if ask else {}
     keep = np.ones(len(rows), dtype=bool)
     rewrites: set[Learner] = set()
     found = 0
@@ -218,7 +219,7 @@ def write(
     store: Store, app: str, plan: Plan | BatchPlan, *, check: bool = False, memo: RevisionMemo | None = None
 ) -> None:
     """Store the plan's events and advance the learners' revisions (see
-    :meth:`Tracker.write <learnloop._tracking.Tracker.write>`); ``memo`` keeps the
+    :meth:`Tracker.write <learnloop.engine.learners.tracker.Tracker.write>`); ``memo`` keeps the
     revision documents read and written."""
     spans = plan.spans()
     if not spans:
@@ -228,7 +229,7 @@ def write(
         now = _revisions(store, app, list(spans), memo)
         if check and any(now.get(k, _NONE).rev != plan.revisions.get(k, _NONE).rev for k in spans):
             raise StaleError("a learner's events changed since the plan was made")
-    store.put_many("events", app, plan.rows())
+    records.put_events(store, app, plan.rows())
     updates = []
     for learner, (low, high) in spans.items():
         after = now.get(learner, _NONE).after_write(low, high, rewrite=learner in plan.rewrites)
@@ -237,7 +238,7 @@ def write(
         if memo is not None and low.__class__ is float and high.__class__ is float:
             # (times as they read back, so the document read next is decoded to ``after`` itself)
             memo.remember((app, *learner), doc, after)
-    store.put_many("learners", app, updates)
+    records.put_revisions(store, app, updates)
 
 
 def _same_event(before: Any, after: dict[str, Any]) -> bool:

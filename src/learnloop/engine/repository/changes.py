@@ -24,10 +24,8 @@ from __future__ import annotations
 from collections.abc import Container, Iterable
 from typing import Any
 
-__all__ = ["CHANGES_KEY", "CHANGES_LOG", "NAMES_PER_WRITE", "logged", "touched", "untouched"]
+__all__ = ["CHANGES_LOG", "NAMES_PER_WRITE", "logged", "touched", "untouched"]
 
-#: the key of the changes document in the ``meta`` table
-CHANGES_KEY = ("content_changes",)
 #: content writes listed
 CHANGES_LOG = 32
 #: names listed for one write (a write touching more is listed as touching anything)

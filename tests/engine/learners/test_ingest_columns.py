@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from learnloop import Engine
-from learnloop._event_batch import EventBatch, plain_events
+from learnloop.engine.learners.batch import EventBatch, plain_events
 from learnloop.errors import LearnloopError, ValidationError
 from learnloop.events import format_timestamp
 from learnloop.store import MemoryStore, SQLiteStore
@@ -245,7 +245,7 @@ def near_canonical(draw: Any) -> str:
 @settings(max_examples=500, deadline=None)
 @given(st.lists(near_canonical(), min_size=1, max_size=3))
 def test_stamps_read_as_a_table_are_read_as_the_models_read_them(stamps: list[str]) -> None:
-    from learnloop._event_batch import _canonical_ms
+    from learnloop.engine.learners.batch import _canonical_ms
 
     ms = _canonical_ms(stamps)
     if ms is not None:

@@ -5,7 +5,7 @@ locks); every write validates first, then applies all of it in one store
 transaction. Compiled catalogs, learner models and filter masks are cached
 until the application's content version changes, and a compiled catalog is
 kept when the writes since touched none of its items (see
-:mod:`learnloop._content_changes`).
+:mod:`learnloop.engine.repository.changes`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from learnloop._content_changes import CHANGES_KEY, logged, touched, untouched
+from pydantic import BaseModel
+
 from learnloop._lru import LRUCache
-from learnloop._options import LearnerOptions, with_topic_rates
-from learnloop._tracking import CatalogModel
 from learnloop._types import BoolArray
 from learnloop._validation import parse
 from learnloop.content import (
@@ -32,10 +31,13 @@ from learnloop.content import (
     compile_filter,
     validate_catalog,
 )
+from learnloop.engine import records
+from learnloop.engine.options import LearnerOptions
+from learnloop.engine.repository.catalog_model import CatalogModel
+from learnloop.engine.repository.changes import logged, touched, untouched
 from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
 from learnloop.limits import Limits
 from learnloop.store import Store
-from learnloop.store.base import json_doc
 from learnloop.tracing.echo import Echo
 
 __all__ = ["ContentRepository"]
@@ -43,7 +45,7 @@ __all__ = ["ContentRepository"]
 DEFAULT_APP = "default"
 
 
-def _dump(model: Any) -> dict[str, Any]:
+def _dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", exclude_none=True)
 
 
@@ -119,16 +121,14 @@ class ContentRepository:
 
     # -- content version: compiled catalogs are cached until content changes ---
     def version(self, app: str) -> int:
-        doc = self.store.get("meta", app, ("content_version",))
-        return 0 if doc is None else int(json_doc(doc)["v"])
+        return records.content_version(self.store, app)
 
     def bump_version(self, app: str, names: Iterable[str] | None = None) -> None:
         """A content write: the next content version, listed as touching ``names`` only (see
-        :func:`~learnloop._content_changes.touched`; None: anything)."""
+        :func:`~learnloop.engine.repository.changes.touched`; None: anything)."""
         version = self.version(app) + 1
-        changes = self.store.get("meta", app, CHANGES_KEY)
-        changed = logged(None if changes is None else json_doc(changes), version, names)
-        self.store.put_many("meta", app, [(("content_version",), {"v": version}), (CHANGES_KEY, changed)])
+        changed = logged(records.content_changes(self.store, app), version, names)
+        records.put_content_version(self.store, app, version, changed)
 
     # -- items -------------------------------------------------------------------
     @staticmethod
@@ -147,10 +147,10 @@ class ContentRepository:
         with self.store.atomic():
             # (the ids of one upload are distinct)
             new = len(parsed) - len(self._existing(app, [i.item_id for i in parsed]))
-            total = self.store.count("items", app) + new
+            total = records.count_items(self.store, app) + new
             if total > self.limits.max_items:
                 raise LimitExceededError("items in the item database", total, self.limits.max_items)
-            self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
+            records.put_items(self.store, app, [(i.item_id, _dump(i)) for i in parsed])
             self.bump_version(app, touched(items=[i.item_id for i in parsed]))
 
     def replace_item_database(self, items: Iterable[Item | Mapping[str, Any]], *, app: str = DEFAULT_APP) -> None:
@@ -159,29 +159,29 @@ class ContentRepository:
             raise LimitExceededError("items in the item database", len(parsed), self.limits.max_items)
         keep = {i.item_id for i in parsed}
         with self.store.atomic():
-            stale = [k for k in self.store.keys("items", app) if k[0] not in keep]
-            self.store.delete_many("items", app, stale)
-            self.store.put_many("items", app, [((i.item_id,), _dump(i)) for i in parsed])
-            self.bump_version(app, touched(items=[*(k[0] for k in stale), *keep]))
+            stale = [i for i in records.item_ids(self.store, app) if i not in keep]
+            records.delete_items(self.store, app, stale)
+            records.put_items(self.store, app, [(i.item_id, _dump(i)) for i in parsed])
+            self.bump_version(app, touched(items=[*stale, *keep]))
 
     def delete_items(self, item_ids: Iterable[str], *, app: str = DEFAULT_APP) -> list[str]:
         with self.store.atomic():
-            deleted = self.store.delete_many("items", app, [(i,) for i in dict.fromkeys(item_ids)])
+            deleted = records.delete_items(self.store, app, dict.fromkeys(item_ids))
             if deleted:
-                self.bump_version(app, touched(items=[k[0] for k in deleted]))
-        return [k[0] for k in deleted]
+                self.bump_version(app, touched(items=deleted))
+        return deleted
 
     def _existing(self, app: str, item_ids: Iterable[str]) -> set[str]:
         """Which of ``item_ids`` the item database holds (read by key: the cost follows the ids
         asked about, not the size of the database)."""
-        return {k[0] for k in self.store.get_many("items", app, [(i,) for i in item_ids])}
+        return set(records.items_by_id(self.store, app, item_ids))
 
     def item_database(self, *, app: str = DEFAULT_APP) -> list[Item]:
-        return [Item.model_validate(doc) for _, doc in self.store.scan("items", app)]
+        return [Item.model_validate(doc) for _, doc in records.scan_items(self.store, app)]
 
     def get_items(self, item_ids: Iterable[str], *, app: str = DEFAULT_APP) -> dict[str, Item]:
-        found = self.store.get_many("items", app, [(i,) for i in item_ids])
-        return {k[0]: Item.model_validate(doc) for k, doc in found.items()}
+        found = records.items_by_id(self.store, app, item_ids)
+        return {item_id: Item.model_validate(doc) for item_id, doc in found.items()}
 
     # -- annotations --------------------------------------------------------------
     def upsert_annotations(
@@ -189,10 +189,10 @@ class ContentRepository:
     ) -> None:
         parsed = [parse(ItemAnnotation, a, where=f"item_annotations[{k}]") for k, a in enumerate(annotations)]
         with self.store.atomic():
-            self.store.put_many("annotations", app, [((a.item_id,), _dump(a)) for a in parsed])
+            records.put_annotations(self.store, app, [(a.item_id, _dump(a)) for a in parsed])
 
     def annotations(self, *, app: str = DEFAULT_APP) -> dict[str, ItemAnnotation]:
-        return {k[0]: ItemAnnotation.model_validate(d) for k, d in self.store.scan("annotations", app)}
+        return {k[0]: ItemAnnotation.model_validate(d) for k, d in records.scan_annotations(self.store, app)}
 
     # -- catalogs -----------------------------------------------------------------
     def upsert_catalog(self, catalog: Catalog | Mapping[str, Any], *, app: str = DEFAULT_APP) -> None:
@@ -211,24 +211,24 @@ class ContentRepository:
             problems = validate_catalog(cat, known)
             if problems:
                 raise ValidationError([f"catalog '{cat.catalog_id}': {p}" for p in problems])
-            exists = self.store.get("catalogs", app, (cat.catalog_id,)) is not None
-            if not exists and self.store.count("catalogs", app) >= limits.max_catalogs:
-                raise LimitExceededError("catalogs", self.store.count("catalogs", app) + 1, limits.max_catalogs)
-            self.store.put_many("catalogs", app, [((cat.catalog_id,), _dump(cat))])
+            exists = records.catalog(self.store, app, cat.catalog_id) is not None
+            if not exists and records.count_catalogs(self.store, app) >= limits.max_catalogs:
+                raise LimitExceededError("catalogs", records.count_catalogs(self.store, app) + 1, limits.max_catalogs)
+            records.put_catalog(self.store, app, cat.catalog_id, _dump(cat))
             self.bump_version(app, touched(catalogs=[cat.catalog_id]))
 
     def catalog(self, catalog_id: str, *, app: str = DEFAULT_APP) -> Catalog:
-        doc = self.store.get("catalogs", app, (catalog_id,))
+        doc = records.catalog(self.store, app, catalog_id)
         if doc is None:
             raise NotFoundError("catalog", catalog_id)
         return Catalog.model_validate(doc)
 
     def catalog_ids(self, *, app: str = DEFAULT_APP) -> list[str]:
-        return [k[0] for k in self.store.keys("catalogs", app)]
+        return records.catalog_ids(self.store, app)
 
     def delete_catalog(self, catalog_id: str, *, app: str = DEFAULT_APP) -> None:
         with self.store.atomic():
-            if not self.store.delete_many("catalogs", app, [(catalog_id,)]):
+            if not records.delete_catalog(self.store, app, catalog_id):
                 raise NotFoundError("catalog", catalog_id)
             self.bump_version(app, touched(catalogs=[catalog_id]))
 
@@ -241,8 +241,8 @@ class ContentRepository:
         if cached is not None and cached[0] == version:
             return cached[1]
         if cached is not None and cached[0] < version:
-            changes = self.store.get("meta", app, CHANGES_KEY)
-            if untouched(None if changes is None else json_doc(changes), cached[0], version, catalog_id, cached[2]):
+            changes = records.content_changes(self.store, app)
+            if untouched(changes, cached[0], version, catalog_id, cached[2]):
                 # the writes since touched neither the catalog nor its items: it is current
                 index, referred = cached[1], cached[2]
                 self._keep(app, catalog_id, version, index, referred)
@@ -272,11 +272,10 @@ class ContentRepository:
         cached = self._models.get((app, catalog_id))
         if cached is not None and cached[0] is index:  # (a write touching the catalog compiles it again)
             return cached[2]
-        doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
-        stored = None if doc is None else json_doc(doc)
+        stored = records.calibration(self.store, app, catalog_id)
         calibration = None if stored is None else stored["items"]
         rates = None if stored is None else stored.get("topics")  # per-topic learning rates and novelty
-        options = with_topic_rates(self.learner_options_for(catalog_id, app=app), index.topic_ids, rates)
+        options = self.learner_options_for(catalog_id, app=app).with_topic_rates(index.topic_ids, rates)
         model = CatalogModel.build(index, calibration=calibration, **options)
         self._models.put((app, catalog_id), (index, version, model))
         return model
@@ -288,25 +287,25 @@ class ContentRepository:
         cached = self._echoes.get((app, catalog_id))
         if cached is not None and cached[0] is model:
             return cached
-        doc = self.store.get("meta", app, (f"calibration:{catalog_id}",))
-        stored = None if doc is None else json_doc(doc).get("echo")
+        found = records.calibration(self.store, app, catalog_id)
+        stored = None if found is None else found.get("echo")
         echo = None if stored is None else Echo.from_doc(stored, model.index.topic_ids)
         self._echoes.put((app, catalog_id), (model, echo))
         return model, echo
 
     def learner_options_for(self, catalog_id: str, *, app: str = DEFAULT_APP) -> LearnerOptions:
         """The engine's learner options with the catalog's stored settings applied."""
-        doc = self.store.get("meta", app, (f"learner_options:{catalog_id}",))
-        if doc is None:
+        stored = records.learner_options(self.store, app, catalog_id)
+        if stored is None:
             return self.learner_options
-        return dataclasses.replace(self.learner_options, **json_doc(doc)["options"])
+        return dataclasses.replace(self.learner_options, **stored)
 
     def set_learner_options(
         self, catalog_id: str, options: LearnerOptions | Mapping[str, Any] | None, *, app: str = DEFAULT_APP
     ) -> None:
         if options is None:
             with self.store.atomic():
-                self.store.delete_many("meta", app, [(f"learner_options:{catalog_id}",)])
+                records.delete_learner_options(self.store, app, catalog_id)
                 self.bump_version(app, touched(catalogs=[catalog_id]))
             return
         parsed = LearnerOptions.of(options)
@@ -318,7 +317,7 @@ class ContentRepository:
         except ValueError as exc:  # the learner model's own checks (ranges, combinations)
             raise ValidationError(f"learner options: {exc}") from None
         with self.store.atomic():
-            self.store.put_many("meta", app, [((f"learner_options:{catalog_id}",), {"options": stored})])
+            records.put_learner_options(self.store, app, catalog_id, stored)
             self.bump_version(app, touched(catalogs=[catalog_id]))
 
     def _filter_key(self, flt: Filter | None) -> str:
@@ -351,21 +350,20 @@ class ContentRepository:
 
     def documents(self, namespace: str, ids: Iterable[str], *, app: str = DEFAULT_APP) -> dict[str, dict[str, Any]]:
         ns = self._namespace(namespace)
-        found = self.store.get_many("documents", app, [(ns, i) for i in ids])
-        return {k[1]: dict(json_doc(doc)) for k, doc in found.items()}
+        return records.documents(self.store, app, ns, ids)
 
     def scan_documents(
         self, namespace: str, *, app: str = DEFAULT_APP, order: Literal["key", "seq"] = "key"
     ) -> list[tuple[str, dict[str, Any]]]:
         ns = self._namespace(namespace)
-        return [(k[1], dict(json_doc(doc))) for k, doc in self.store.scan("documents", app, (ns,), order=order)]
+        return records.scan_documents(self.store, app, ns, order)
 
     def put_documents(
         self, namespace: str, documents: Iterable[tuple[str, Mapping[str, Any]]], *, app: str = DEFAULT_APP
     ) -> None:
         ns = self._namespace(namespace)
-        self.store.put_many("documents", app, [((ns, i), doc) for i, doc in documents])
+        records.put_documents(self.store, app, ns, documents)
 
     def delete_documents(self, namespace: str, ids: Iterable[str], *, app: str = DEFAULT_APP) -> list[str]:
         ns = self._namespace(namespace)
-        return [k[1] for k in self.store.delete_many("documents", app, [(ns, i) for i in ids])]
+        return records.delete_documents(self.store, app, ns, ids)

@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from learnloop import Engine
-from learnloop import _content_repo as content_repo
-from learnloop._content_changes import CHANGES_KEY, CHANGES_LOG, NAMES_PER_WRITE
 from learnloop.content import CatalogIndex
+from learnloop.engine.records import CHANGES_KEY
+from learnloop.engine.repository import repository as content_repo
+from learnloop.engine.repository.changes import CHANGES_LOG, NAMES_PER_WRITE
 from learnloop.store import SQLiteStore
 
 

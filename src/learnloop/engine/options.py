@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from learnloop.errors import ValidationError
 
-__all__ = ["TOPIC_RATE_NAMES", "LearnerOptions", "with_topic_rates"]
+__all__ = ["LearnerOptions"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +44,9 @@ class LearnerOptions:
     skip_score: float | None = None
     memory_model: Any = None
 
+    #: the settings that may hold one value per topic (see :meth:`with_topic_rates`)
+    TOPIC_RATES: ClassVar[tuple[str, ...]] = ("practice_gain", "failure_gain", "novelty")
+
     @classmethod
     def of(cls, options: LearnerOptions | Mapping[str, Any] | None) -> LearnerOptions:
         """Options from a mapping of overrides (unknown names are an error at once)."""
@@ -65,31 +68,26 @@ class LearnerOptions:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {k: v for k, v in values.items() if v is not None}
 
+    def with_topic_rates(
+        self, topic_ids: Sequence[str], rates: Mapping[str, Mapping[str, float]] | None
+    ) -> dict[str, Any]:
+        """The learner model's keyword arguments (:meth:`as_kwargs`) with the values of ``rates``
+        (``{topic_id: {"practice_gain": ..., "failure_gain": ..., "novelty": ...}}``) put in
+        per topic, as tuples over ``topic_ids`` (the model's topics, in order); a topic without
+        values of its own keeps the options'.
 
-#: the learner-model settings that may hold one value per topic
-TOPIC_RATE_NAMES = ("practice_gain", "failure_gain", "novelty")
-
-
-def with_topic_rates(
-    options: LearnerOptions, topic_ids: Sequence[str], rates: Mapping[str, Mapping[str, float]] | None
-) -> dict[str, Any]:
-    """The learner model's keyword arguments (:meth:`LearnerOptions.as_kwargs`) with the values of
-    ``rates`` (``{topic_id: {"practice_gain": ..., "failure_gain": ..., "novelty": ...}}``) put in
-    per topic, as tuples over ``topic_ids`` (the model's topics, in order); a topic without
-    values of its own keeps the options'.
-
-    >>> kwargs = with_topic_rates(LearnerOptions(), ["a", "b"], {"b": {"practice_gain": 0.3, "failure_gain": 0.0}})
-    >>> kwargs["practice_gain"], kwargs["failure_gain"], kwargs["novelty"]
-    ((0.1, 0.3), (0.1, 0.0), (0.0, 0.0))
-    """
-    kwargs = options.as_kwargs()
-    if not rates:
+        >>> kwargs = LearnerOptions().with_topic_rates(["a", "b"], {"b": {"practice_gain": 0.3, "failure_gain": 0.0}})
+        >>> kwargs["practice_gain"], kwargs["failure_gain"], kwargs["novelty"]
+        ((0.1, 0.3), (0.1, 0.0), (0.0, 0.0))
+        """
+        kwargs = self.as_kwargs()
+        if not rates:
+            return kwargs
+        shared = {
+            "practice_gain": self.practice_gain,
+            "failure_gain": self.practice_gain if self.failure_gain is None else self.failure_gain,
+            "novelty": self.novelty,
+        }
+        for name, value in shared.items():
+            kwargs[name] = tuple(float(rates[t].get(name, value)) if t in rates else float(value) for t in topic_ids)
         return kwargs
-    shared = {
-        "practice_gain": options.practice_gain,
-        "failure_gain": options.practice_gain if options.failure_gain is None else options.failure_gain,
-        "novelty": options.novelty,
-    }
-    for name, value in shared.items():
-        kwargs[name] = tuple(float(rates[t].get(name, value)) if t in rates else float(value) for t in topic_ids)
-    return kwargs

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from learnloop import Engine
-from learnloop._revisions import REVISION_LOG, Revision
-from learnloop._tracking import Tracker
+from learnloop.engine.learners.revisions import REVISION_LOG, Revision
+from learnloop.engine.learners.tracker import Tracker
 from learnloop.events import format_timestamp
 from learnloop.sim import sample_course
 

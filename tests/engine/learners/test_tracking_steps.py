@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from learnloop import Engine
-from learnloop._revisions import Revision, RevisionMemo
-from learnloop._tracking import Tracker
+from learnloop.engine.learners.revisions import Revision, RevisionMemo
+from learnloop.engine.learners.tracker import Tracker
 from learnloop.events import Interaction
 from learnloop.sim import sample_course
 

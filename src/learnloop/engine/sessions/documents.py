@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from learnloop.engine import records
 from learnloop.store import Store
 from learnloop.store.base import Key, json_doc
 
@@ -26,10 +27,6 @@ __all__ = ["BLOCK", "joined_doc", "split_doc", "stored_blocks"]
 
 #: items per block row
 BLOCK = 32
-
-
-def _block_key(session_id: str, block: int) -> Key:
-    return (f"{session_id}.{block}",)
 
 
 def stored_blocks(doc: Mapping[str, Any]) -> int:
@@ -47,7 +44,7 @@ def split_doc(
         return doc, []
     session_id = doc["session_id"]
     rows = [
-        (_block_key(session_id, block), {"items": list(assessed[block * BLOCK : (block + 1) * BLOCK])})
+        (records.block_key(session_id, block), {"items": list(assessed[block * BLOCK : (block + 1) * BLOCK])})
         for block in range(blocks_before, blocks)
     ]
     doc["assessed"] = list(assessed[blocks * BLOCK :])
@@ -68,8 +65,8 @@ def joined_doc(store: Store, app: str, doc: Mapping[str, Any], known: Sequence[s
         return out
     session_id = doc["session_id"]
     have = min(len(known) // BLOCK, blocks)
-    keys = [_block_key(session_id, block) for block in range(have, blocks)]
-    found = store.get_many("sessions", app, keys) if keys else {}
+    keys = [records.block_key(session_id, block) for block in range(have, blocks)]
+    found = records.session_blocks(store, app, keys) if keys else {}
     items: list[str] = list(known[: have * BLOCK])
     for key in keys:
         row = found.get(key)

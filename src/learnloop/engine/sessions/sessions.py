@@ -15,17 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from learnloop._content_repo import ContentRepository
-from learnloop._event_batch import kind_problem
-from learnloop._learners import ContextEvents, Learners
 from learnloop._lru import LRUCache
-from learnloop._seeding import learner_key, seeded_rng
-from learnloop._session_docs import joined_doc, split_doc, stored_blocks
-from learnloop._step_events import step_events
-from learnloop._tracking import CatalogModel, StaleError, _Cached
 from learnloop._types import BoolArray, Clock
 from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
+from learnloop.engine import records
+from learnloop.engine.learners.batch import ContextEvents, kind_problem
+from learnloop.engine.learners.learners import Learners
+from learnloop.engine.learners.tracker import LearnerEntry
+from learnloop.engine.repository.catalog_model import CatalogModel
+from learnloop.engine.repository.repository import ContentRepository
+from learnloop.engine.sessions.documents import joined_doc, split_doc, stored_blocks
+from learnloop.engine.sessions.seeding import learner_key, seeded_rng
+from learnloop.engine.sessions.step_events import step_events
 from learnloop.errors import ContextError, NotFoundError, ValidationError
 from learnloop.events import Interaction
 from learnloop.limits import Limits
@@ -77,22 +79,7 @@ class Sessions:
         self._administered: LRUCache[tuple[str, str], tuple[CatalogIndex, int, BoolArray]] = LRUCache(max_items=1024)
         # per assessment session: its assessed items with their set, for the next step's additions
         self._assessed_sets: LRUCache[tuple[str, str], tuple[tuple[str, ...], set[str]]] = LRUCache(max_items=1024)
-        self._signer = ContextSigner(secret if secret is not None else self._stored_secret())
-
-    # -- plumbing -------------------------------------------------------------------
-    def _stored_secret(self) -> bytes:
-        """The store's context-signing secret, created once for every process on the store.
-
-        Read, created when absent and read back in one transaction (an
-        immediate one on SQLite), so two processes opening a fresh store at
-        once end up with the same secret.
-        """
-        with self.store.atomic():
-            doc = self.store.get("meta", "", ("context_secret",))
-            if doc is None:
-                self.store.put_many("meta", "", [(("context_secret",), {"hex": secrets.token_hex(32)})])
-                doc = self.store.get("meta", "", ("context_secret",))
-        return bytes.fromhex(json_doc(doc)["hex"])
+        self._signer = ContextSigner(secret if secret is not None else records.context_secret(self.store))
 
     def next_items(
         self,
@@ -175,7 +162,7 @@ class Sessions:
             constraint_counts=(0,) * len(constraints),
         )
         doc = state.to_doc()
-        self.store.put_many("sessions", app, [((session_id,), doc)])
+        records.put_session(self.store, app, session_id, doc)
         self._specs.put((app, session_id), parsed)
         self._states.put((app, session_id), (state.as_stored(), doc))
         return self._signer.sign(app, "s", {"id": session_id})
@@ -203,9 +190,9 @@ class Sessions:
     ) -> tuple[SessionState, tuple[SessionState, Mapping[str, Any]] | None, int]:
         """The session as stored now, (when it is the one this engine last wrote) that state
         with its document, for :meth:`SessionState.to_doc` to reuse, and the number of
-        blocks of assessed items stored for it (see :mod:`learnloop._session_docs`)."""
+        blocks of assessed items stored for it (see :mod:`learnloop.engine.sessions.documents`)."""
         key = (app, session_id)
-        doc = self.store.get("sessions", app, (session_id,))
+        doc = records.session(self.store, app, session_id)
         if doc is None:  # (a context of this store's secret whose session is gone): what it names is not found
             raise NotFoundError("session", session_id)
         written = self._states.get(key)
@@ -281,40 +268,22 @@ class Sessions:
             if all("recommendation_context" in p for p in problems):
                 raise ContextError("; ".join(problems))
             raise ValidationError(problems)
-        learner = (spec.user_id, spec.catalog_id)
-        with self.learners.lock(app, [learner]):
-            # the learner's state is brought up to date (and the new events applied,
-            # replaying from a checkpoint when they are late) before the transaction,
-            # so that the store is held only for the writes and the recommendation
-            current = self.learners.tracker.state(app, spec.user_id, model)
-            plan = self.learners.tracker.plan(
-                app,
-                interactions,
-                revisions={learner: current.revision},
-                latest={learner: current.latest} if current.current else None,
-            )
-            entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
-            with self.store.atomic():
-                session, written, blocks = self._stored_session(app, session_id)  # (raises before any write)
-                try:
-                    self.learners.tracker.write(app, plan, check=True)
-                except StaleError:  # another process wrote this learner meanwhile: redo inside
-                    current = self.learners.tracker.state(app, spec.user_id, model)
-                    plan = self.learners.tracker.plan(app, interactions)
-                    self.learners.tracker.write(app, plan)
-                    entries = self.learners.tracker.advance(app, plan, lambda c: model, compute=[learner])
-                # nothing new to write: the state brought up to date above is the one to use
-                entry = entries.get((app, *learner), current)
-                latest = max((i.timestamp for i in plan.changed), default=None)
-                session = session.with_interactions(plan.new, latest)
-                if spec.mode.type == "assess":
-                    tested = [i.item_id for i in plan.changed if i.kind == "attempt"]
-                    session = self._with_assessed(app, session, tested)
-                step, after = self._recommend(app, session, model, entry)
-                doc, block_rows = split_doc(after.to_doc(like=written), after.assessed, blocks)
-                self.store.put_many("sessions", app, [((session_id,), doc), *block_rows])
-            self._states.put((app, session_id), (after.as_stored(), doc))
-            self.learners.tracker.install(entries)
+        # the learner's state is brought up to date (and the new events applied, replaying from a
+        # checkpoint when they are late) before the transaction, so that the store is held only for
+        # the writes and the recommendation
+        with self.learners.ingest(app, interactions, lambda c: model, step=(spec.user_id, model)) as ingestion:
+            session, written, blocks = self._stored_session(app, session_id)
+            plan = ingestion.plan
+            entry = ingestion.entry(spec.user_id, spec.catalog_id)
+            latest = max((i.timestamp for i in plan.changed), default=None)
+            session = session.with_interactions(plan.new, latest)
+            if spec.mode.type == "assess":
+                tested = [i.item_id for i in plan.changed if i.kind == "attempt"]
+                session = self._with_assessed(app, session, tested)
+            step, after = self._recommend(app, session, model, entry)
+            doc, block_rows = split_doc(after.to_doc(like=written), after.assessed, blocks)
+            records.put_session(self.store, app, session_id, doc, block_rows)
+        self._states.put((app, session_id), (after.as_stored(), doc))
         return step
 
     def _with_assessed(self, app: str, session: SessionState, item_ids: Sequence[str]) -> SessionState:
@@ -365,7 +334,7 @@ class Sessions:
         return mask
 
     def _recommend(
-        self, app: str, session: SessionState, model: CatalogModel, entry: _Cached
+        self, app: str, session: SessionState, model: CatalogModel, entry: LearnerEntry
     ) -> tuple[AdaptiveStep, SessionState]:
         spec = session.spec
         predictions = self.learners.predictions(app, spec.user_id, model, entry)

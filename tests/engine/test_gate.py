@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from learnloop._locks import Gate
+from learnloop.engine.locks import Gate
 
 
 def test_an_exclusive_entry_waits_for_the_shared_holders_and_runs_once_they_leave() -> None:

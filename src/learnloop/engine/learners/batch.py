@@ -16,7 +16,7 @@ it answers None, and the caller takes the per-event path, which says what is wro
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import repeat
@@ -48,7 +48,12 @@ from learnloop.events import (
     format_timestamp,
 )
 
-__all__ = ["EventBatch", "context_events", "kind_problem", "plain_events"]
+__all__ = ["ContextEvents", "EventBatch", "PlainEvents", "context_events", "kind_problem", "plain_events"]
+
+#: the events ``Engine.upsert_events`` takes: models, or mappings of their fields
+PlainEvents = Iterable[AttemptEvent | SkipEvent | ViewTheoryEvent | Mapping[str, Any]]
+#: the events ``Engine.adaptive_step`` takes (each names its recommendation context)
+ContextEvents = Iterable[ContextAttemptEvent | ContextSkipEvent | ContextViewTheoryEvent | Mapping[str, Any]]
 
 _PLAIN_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[PlainEvent])
 _CONTEXT_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[ContextEvent])

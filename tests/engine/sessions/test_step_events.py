@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from learnloop._event_batch import context_events
-from learnloop._step_events import StepEvent, step_events
+from learnloop.engine.learners.batch import context_events
+from learnloop.engine.sessions.step_events import StepEvent, step_events
 from learnloop.errors import ValidationError
 from learnloop.events import ContextAttemptEvent, format_timestamp
 

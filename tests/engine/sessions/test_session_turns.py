@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from learnloop import Engine
-from learnloop._session_docs import BLOCK
+from learnloop.engine.sessions.documents import BLOCK
 from learnloop.events import format_timestamp
 from learnloop.sim import SimClock, sample_course
 from learnloop.store import MemoryStore

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from learnloop import Engine
-from learnloop._session_docs import BLOCK, joined_doc, split_doc
+from learnloop.engine.sessions.documents import BLOCK, joined_doc, split_doc
 from learnloop.events import format_timestamp
 from learnloop.sim import SimClock, sample_course
 from learnloop.store import MemoryStore, SQLiteStore

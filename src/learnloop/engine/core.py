@@ -6,7 +6,7 @@ the owning application as ``app`` (one application never sees another's
 data); every write validates everything first and then applies all of it in
 one store transaction, or nothing.
 
-It owns three parts and runs their calls inside its gate (:mod:`learnloop._locks`):
+It owns three parts and runs their calls inside its gate (:mod:`learnloop.engine.locks`):
 the content repository (items, catalogs, compiled forms), the learners (events,
 states, status, calibration) and the sessions (signed contexts, the adaptive step).
 """
@@ -19,14 +19,18 @@ from datetime import UTC, datetime
 from os import PathLike
 from typing import Any, Literal
 
-from learnloop._content_repo import DEFAULT_APP, ContentRepository
-from learnloop._learners import ContextEvents, Learners, PlainEvents
-from learnloop._locks import Gate, shared
-from learnloop._options import LearnerOptions
-from learnloop._sessions import Sessions
-from learnloop._tracking import DEFAULT_CACHE_BYTES, CatalogModel
 from learnloop._types import BoolArray, Clock
 from learnloop.content import Catalog, CatalogIndex, Filter, Item, ItemAnnotation
+from learnloop.engine.learners.batch import ContextEvents, PlainEvents
+from learnloop.engine.learners.calibration import Calibration
+from learnloop.engine.learners.learners import Learners
+from learnloop.engine.learners.tracker import DEFAULT_CACHE_BYTES
+from learnloop.engine.locks import Gate, shared
+from learnloop.engine.options import LearnerOptions
+from learnloop.engine.records import open_store
+from learnloop.engine.repository.catalog_model import CatalogModel
+from learnloop.engine.repository.repository import DEFAULT_APP, ContentRepository
+from learnloop.engine.sessions.sessions import Sessions
 from learnloop.limits import Limits
 from learnloop.recommend import (
     AdaptiveStep,
@@ -38,7 +42,7 @@ from learnloop.recommend import (
     UserStatus,
     policy_for,
 )
-from learnloop.store import MemoryStore, SQLiteStore, Store
+from learnloop.store import MemoryStore, Store
 from learnloop.tracing import Status
 
 __all__ = ["Engine"]
@@ -79,25 +83,22 @@ class Engine:
         if policies:
             self.policies.update(policies)
         self._gate = Gate()
+        clock = clock or _utc_now
+        cache_bytes = DEFAULT_CACHE_BYTES if learner_cache_bytes is None else learner_cache_bytes
         self._content = ContentRepository(self.store, self.limits, self.learner_options)
-        self._learners = Learners(
-            self.store,
-            self._content,
-            self.limits,
-            clock or _utc_now,
-            cache_bytes=DEFAULT_CACHE_BYTES if learner_cache_bytes is None else learner_cache_bytes,
-        )
+        self._learners = Learners(self.store, self._content, self.limits, clock, cache_bytes=cache_bytes)
+        self._calibration = Calibration(self.store, self._content)
         self._sessions = Sessions(
             self.store,
             self._content,
             self._learners,
             self.limits,
-            clock or _utc_now,
+            clock,
             seed=seed,
             secret=secret,
             policies=self.policies,
         )
-        self.clock = clock or _utc_now
+        self.clock = clock
 
     @property
     def clock(self) -> Clock:
@@ -133,19 +134,7 @@ class Engine:
         Contexts stay valid across restarts: without ``secret``, the signing
         secret is generated once and kept in the store.
         """
-        store: Store
-        if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
-            if synchronous != "NORMAL":
-                raise ValueError("synchronous= applies to SQLite files; PostgreSQL's durability is the server's")
-            from learnloop.store.postgres import PostgresStore  # psycopg is an optional extra
-
-            store = PostgresStore(path)
-        elif isinstance(path, str) and path[:7].lower() == "sqlite:":
-            if not path[7:].startswith("///") or len(path) < 11:
-                raise ValueError(f"a SQLite URL is sqlite:///relative/path.db or sqlite:////absolute/path.db: {path!r}")
-            store = SQLiteStore(path[10:], synchronous=synchronous)
-        else:
-            store = SQLiteStore(path, synchronous=synchronous)
+        store = open_store(path, synchronous)
         return cls(
             seed=seed,
             clock=clock,
@@ -189,7 +178,7 @@ class Engine:
                     yield
             except BaseException:
                 self._content.clear_caches()
-                self._learners.tracker.forget()
+                self._learners.forget()
                 raise
 
     def learner_cache_nbytes(self) -> int:
@@ -390,7 +379,7 @@ class Engine:
         (events at one instant in posting order): what a model is fitted on, e.g.
         ``learnloop.datasets.from_columns(engine.event_log(cid), learner="user_id",
         item="item_id", skill="topic_id", correct="score", time="timestamp")``."""
-        return self._learners.attempts(catalog_id, app=app)
+        return self._calibration.event_log(catalog_id, app=app)
 
     @shared
     def learner_options_for(self, catalog_id: str, *, app: str = "default") -> LearnerOptions:
@@ -443,7 +432,7 @@ class Engine:
         that; :meth:`predict` applies it from the learner's latest event when an answer (a
         prediction-only term; sessions rank items by the model's own P(correct)).
         """
-        return self._learners.calibrate(
+        return self._calibration.calibrate(
             catalog_id,
             model=model,
             exclude_users=exclude_users,

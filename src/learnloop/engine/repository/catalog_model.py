@@ -1,0 +1,93 @@
+"""A compiled catalog with its learner model: what the repository gives the learners and sessions.
+
+The learner model is built from the compiled catalog, the catalog's stored
+calibration and its learner options; the fingerprint tells a learner state made
+under one model from a state made under another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from learnloop.content import CatalogIndex
+from learnloop.events import Interaction
+from learnloop.recommend.view import catalog_topics
+from learnloop.tracing import Event, ItemParams, LearnerModel
+
+__all__ = ["CatalogModel"]
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, eq=False)
+class CatalogModel:
+    """A compiled catalog with its learner model and a fingerprint of both."""
+
+    index: CatalogIndex
+    model: LearnerModel
+    fingerprint: str
+    _derived: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        index: CatalogIndex,
+        *,
+        calibration: Mapping[str, Mapping[str, float]] | None = None,
+        **model_options: Any,
+    ) -> CatalogModel:
+        """``calibration`` maps item ids to calibrated ``{"b": ..., "a": ...}``;
+        items without one keep their cold-start difficulty."""
+        topics = catalog_topics(index)
+        items = ItemParams.from_catalog(
+            item_topic=index.item_topic,
+            difficulty=index.difficulty,
+            scorable=index.scorable,
+            is_theory=index.is_theory,
+        )
+        if calibration:
+            b = items.b.copy()
+            a = items.a.copy()
+            for item_id, params in calibration.items():
+                positions = index.item_positions.get(item_id)
+                if positions is not None:
+                    b[positions] = params["b"]
+                    a[positions] = params.get("a", 1.0)
+            items = items.with_calibration(b, a)
+        digest = hashlib.blake2b(digest_size=12)
+        digest.update("\x1f".join(index.topic_ids).encode())
+        digest.update("\x1f".join(index.item_ids).encode())
+        for arr in (index.topic_parent, index.prerequisite_edges, index.item_topic, items.b, items.a):
+            digest.update(np.ascontiguousarray(arr).tobytes())
+        digest.update(repr(sorted(model_options.items())).encode())
+        return cls(index, LearnerModel(topics, items, **model_options), digest.hexdigest())
+
+    def derived(self, name: str, make: Callable[[CatalogModel], _T]) -> _T:
+        """A value derived from this catalog model, made once and kept with it (as
+        :meth:`CatalogIndex.derived <learnloop.content.CatalogIndex.derived>` does for the index)."""
+        found: _T | None = self._derived.get(name)
+        if found is None:
+            found = self._derived.setdefault(name, make(self))
+        return found
+
+    def to_event(self, interaction: Interaction) -> Event | None:
+        """The tracing event of a stored interaction (None when its item left the catalog)."""
+        position = self.index.position(interaction.item_id, interaction.topic_id)
+        if position is None:
+            position = self.index.position(interaction.item_id)
+            if position is None:
+                return None
+        return Event(
+            item=position,
+            kind=interaction.kind,
+            timestamp=interaction.epoch,
+            score=interaction.score,
+            time_spent_ms=interaction.time_spent_ms or 0,
+            fraction_completed=interaction.fraction_completed,
+            practice=interaction.practice,
+        )

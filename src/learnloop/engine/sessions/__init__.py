@@ -1,0 +1,1 @@
+"""The sessions: creation, signed contexts, the adaptive step and its documents."""
