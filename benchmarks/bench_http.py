@@ -445,7 +445,7 @@ def keys_toml(limits: bool) -> str:
             "\n[rate_limits]\n"
             f'"{KEYS["learn"]}" = {{ requests_per_second = 100000, burst = 100000 }}\n'
             f'"{KEYS["ingest"]}" = {{ requests_per_second = 100000, burst = 100000 }}\n'
-            f'"{KEYS["voice"]}" = {{ requests_per_second = 50, burst = 50, scoring_seconds_per_minute = 6 }}\n'
+            f'"{KEYS["voice"]}" = {{ requests_per_second = 20, burst = 20, scoring_seconds_per_minute = 6 }}\n'
         )
     return text
 
@@ -550,6 +550,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 s runs")
     parser.add_argument("--voice", action="store_true", help="also run the voice flood (needs the voice extra)")
     parser.add_argument("--no-limits", action="store_true", help="keys file without [rate_limits]")
+    parser.add_argument("--threads", type=int, default=None, help="learnloop serve --threads (default: its own)")
     parser.add_argument("--postgres", default=None, help="a PostgreSQL server URL where databases may be created")
     parser.add_argument("--write-docs", action="store_true", help="write the results into the docs file's markers")
     parser.add_argument("--docs", type=Path, default=DOCS, help="the docs file for --write-docs")
@@ -582,7 +583,8 @@ def main() -> None:
             for count in workers:
                 pg_server = postgres_url(args.postgres) if store == "postgres" else None
                 url = fresh_postgres(pg_server) if pg_server else f"sqlite:///{folder / f'bench-{count}.db'}"
-                server = Server(url, count, keys, folder, voice=args.voice, extra=[])
+                extra = [] if args.threads is None else ["--threads", str(args.threads)]
+                server = Server(url, count, keys, folder, voice=args.voice, extra=extra)
                 try:
                     run = uuid.uuid4().hex[:8]
                     learn(server.base, scripts["learn"], args.learners, min(2.0, args.seconds), 2000, f"warm{run}")
@@ -616,9 +618,17 @@ def voice_flood(args: argparse.Namespace, folder: Path, keys: Path, scripts: dic
     pg_server = postgres_url(args.postgres) if store == "postgres" else None
     url = fresh_postgres(pg_server) if pg_server else f"sqlite:///{folder / 'voice.db'}"
     body, content_type = voice_body(folder)
-    server = Server(url, count, keys, folder, voice=True, extra=[])
+    server = Server(
+        url, count, keys, folder, voice=True, extra=[] if args.threads is None else ["--threads", str(args.threads)]
+    )
     try:
         run = uuid.uuid4().hex[:8]
+        # the scorer loads its acoustic model on its first scoring (seconds): once, before the timed runs
+        warm = urllib.request.Request(server.base + "/api/v1/score", data=body.read_bytes(), method="POST")
+        warm.add_header("Content-Type", content_type)
+        warm.add_header("X-API-KEY", KEYS["learn"])
+        with urllib.request.urlopen(warm, timeout=120) as answer:
+            print(f"scorer warm-up: {answer.status}")
         learn(server.base, scripts["learn"], args.learners, min(2.0, args.seconds), 2000, f"warm{run}")
         alone = learn(server.base, scripts["learn"], args.learners, args.seconds, args.cap, f"a{run}")
         show(f"[{store} x{count}] learn alone", alone)

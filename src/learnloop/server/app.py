@@ -224,10 +224,20 @@ async def _answer(errors: _Errors, name: str, call: Callable[[], Awaitable[ApiRe
 
 #: how long a v2 request over its key's rate may wait for its turn (v2's contract lists no 429)
 V2_PACE_SECONDS = 2.0
+#: a refusal for a key's rate is sent after this pause (at most its Retry-After, which is at least 1 s): a client
+#: honouring Retry-After loses nothing; one that does not is held to one request a second per connection
+REFUSAL_PAUSE_SECONDS = 1.0
 #: the status of a request refused because the server's queue is full, per contract (v2 lists no 503)
 BUSY_STATUS = {"v1": 503, "v2": 500, "voice": 503}
 BUSY_PROBLEM = "the server is busy: {what} queued already; retry later"
 _SCORING_ROUTES = ("/score", "/multichoice/score", "/fluency/score")
+
+
+async def _refused(errors: _Errors, status: int, problem: str, wait: float) -> Response:
+    """A refusal for a key's rate, after a pause of up to :data:`REFUSAL_PAUSE_SECONDS` (on the event loop:
+    no thread and no core is held meanwhile)."""
+    await asyncio.sleep(min(REFUSAL_PAUSE_SECONDS, float(retry_after(wait))))
+    return errors(status, problem, {"Retry-After": retry_after(wait)})
 
 
 def _over_rate(limits: Limits, key: str | None, wait: float) -> str:
@@ -317,10 +327,10 @@ class _JsonEndpoint:
             wait = self.limits.request(key)
             if wait <= 0:
                 return None
-            return self.errors(429, _over_rate(self.limits, key, wait), {"Retry-After": retry_after(wait)})
+            return await _refused(self.errors, 429, _over_rate(self.limits, key, wait), wait)
         wait = self.limits.pace(key, V2_PACE_SECONDS)
         if wait > V2_PACE_SECONDS:
-            return self.errors(500, _over_rate(self.limits, key, wait), {"Retry-After": retry_after(wait)})
+            return await _refused(self.errors, 500, _over_rate(self.limits, key, wait), wait)
         if wait > 0:
             await asyncio.sleep(wait)
         return None
@@ -338,18 +348,21 @@ class _JsonEndpoint:
         refused = await self._gate(headers.get("x-api-key"))
         if refused is not None:
             return refused
-        try:
-            body = await _read_body(receive, limit)
-        except _TooLarge:
-            return errors(self.over, f"the request body is larger than {limit} bytes, the most this server reads")
-        except ClientDisconnect:
-            return errors(400, "the client disconnected before the end of the body")
-        method, path, query = scope["method"], _scope_path(scope, _root(scope, self.prefix)), _scope_query(scope)
-        try:
+        try:  # a place in the pool first: a full queue is answered before the body is read
             self.pool.admit()
         except Full:
             problem = BUSY_PROBLEM.format(what=f"{self.pool.size + self.pool.waiting} requests")
             return errors(BUSY_STATUS[self.name], problem, {"Retry-After": "1"})
+        try:
+            body = await _read_body(receive, limit)
+        except (_TooLarge, ClientDisconnect, asyncio.CancelledError) as exc:
+            self.pool.release()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            if isinstance(exc, ClientDisconnect):
+                return errors(400, "the client disconnected before the end of the body")
+            return errors(self.over, f"the request body is larger than {limit} bytes, the most this server reads")
+        method, path, query = scope["method"], _scope_path(scope, _root(scope, self.prefix)), _scope_query(scope)
         call = functools.partial(self.facade.handle, method, path, query=query, body=body, headers=headers)
         return await _answer(errors, self.name, functools.partial(self.pool.run, call))
 
@@ -372,8 +385,8 @@ class _VoiceEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
 
-    def _scored(self, *args: Any) -> tuple[ApiResponse, float]:
-        started = time.thread_time()
+    def _call(self, *args: Any) -> tuple[ApiResponse, float]:
+        started = time.thread_time()  # the CPU seconds of this thread: the scoring's own, whatever else runs
         answer = self.facade.handle(*args[:2], form=args[2], files=args[3], headers=args[4])
         return answer, time.thread_time() - started
 
@@ -385,9 +398,10 @@ class _VoiceEndpoint:
         key = request.headers.get("x-api-key")
         wait = self.limits.request(key)
         if wait > 0:
-            return errors(429, _over_rate(self.limits, key, wait), {"Retry-After": retry_after(wait)})
+            return await _refused(errors, 429, _over_rate(self.limits, key, wait), wait)
         path = _facade_path(request, self.prefix)
         scoring = request.method == "POST" and path.split("?")[0].rstrip("/")[len(self.prefix) :] in _SCORING_ROUTES
+        pool = self.scoring if scoring else self.pool
         reserved = 0.0
         if scoring:
             wait, reserved = self.limits.scoring(key)
@@ -397,15 +411,31 @@ class _VoiceEndpoint:
                     f"too many requests: this API key's scoring budget of {rate.scoring_seconds_per_minute:g} "
                     f"seconds per minute is spent; retry after {retry_after(wait)} s"
                 )
-                return errors(429, problem, {"Retry-After": retry_after(wait)})
+                return await _refused(errors, 429, problem, wait)
+        try:  # a place in the pool before the form is read: a full queue is answered at once
+            pool.admit()
+        except Full:
+            self.limits.scored(key, reserved, 0.0)  # not scored: the reservation is given back
+            what = f"{pool.size + pool.waiting} scorings" if scoring else f"{pool.size + pool.waiting} requests"
+            return errors(BUSY_STATUS["voice"], BUSY_PROBLEM.format(what=what), {"Retry-After": "1"})
+        ran = False
+
+        async def call(method: str, form: dict[str, list[str]], files: dict[str, bytes], headers: Any) -> ApiResponse:
+            nonlocal ran
+            ran = True
+            answer, seconds = await pool.run(self._call, method, path, form, files, headers)
+            self.limits.scored(key, reserved, seconds)
+            return answer
+
         try:
-            return await self._form_and_call(request, path, scoring, key, reserved, too_large)
+            return await self._form_and_call(request, too_large, call)
         finally:
-            if reserved and not getattr(request.state, "scored", False):
-                self.limits.scored(key, reserved, 0.0)  # refused before scoring: the reservation is given back
+            if not ran:
+                pool.release()
+                self.limits.scored(key, reserved, 0.0)
 
     async def _form_and_call(
-        self, request: Request, path: str, scoring: bool, key: str | None, reserved: float, too_large: Response
+        self, request: Request, too_large: Response, run: Callable[..., Awaitable[ApiResponse]]
     ) -> Response:
         errors, limit = self.errors, self.limit
         capped = Request(request.scope, _capped(request.receive, limit))
@@ -432,21 +462,7 @@ class _VoiceEndpoint:
             return errors(400, "; ".join(repeated))
         files = {field: parts[0] for field, parts in uploads.items()}
         method, headers = request.method, _headers(request)
-        pool = self.scoring if scoring else self.pool
-        try:
-            pool.admit()
-        except Full:
-            what = f"{pool.size + pool.waiting} scorings" if scoring else f"{pool.size + pool.waiting} requests"
-            return errors(BUSY_STATUS["voice"], BUSY_PROBLEM.format(what=what), {"Retry-After": "1"})
-
-        async def call() -> ApiResponse:
-            answer, seconds = await pool.run(self._scored, method, path, form, files, headers)
-            if scoring:
-                request.state.scored = True
-                self.limits.scored(key, reserved, seconds)
-            return answer
-
-        return await _answer(errors, "voice", call)
+        return await _answer(errors, "voice", functools.partial(run, method, form, files, headers))
 
 
 def _unavailable(errors: _Errors, problem: str) -> Callable[[Request], Awaitable[Response]]:

@@ -224,8 +224,14 @@ class Pool:
                 raise Full
             self._pending += 1
 
+    def release(self) -> None:
+        """Count out a call that was admitted but will not run."""
+        with self._lock:
+            self._pending -= 1
+
     async def run(self, call: Callable[..., _T], *args: Any) -> _T:
-        """Run ``call(*args)`` in a thread; :meth:`admit` must have counted it in."""
+        """Run ``call(*args)`` in a thread; :meth:`admit` must have counted it in (it is counted out when
+        the call ends)."""
         if len(self._threads) < self.size:
             self._start()
         loop = asyncio.get_running_loop()
