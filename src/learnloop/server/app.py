@@ -538,7 +538,8 @@ class _Learnloop(Starlette):
                 if path.startswith(prefix) and (len(path) == len(prefix) or path[len(prefix)] == "/"):
                     if path[len(prefix) :] == "/openapi.json" and scope["method"] in ("GET", "HEAD"):
                         break
-                    scope["app"] = self
+                    # as the Mount would: the prefix joins the root path (the path stays whole)
+                    scope["app"], scope["root_path"] = self, root + prefix
                     await app(scope, receive, send)
                     return
         await super().__call__(scope, receive, send)
