@@ -33,9 +33,7 @@ def clients() -> Iterator[list[Any]]:
 
 
 @pytest.mark.parametrize("mount", ["", "/learning", "/v2", "/v1"])
-def test_the_facade_gets_the_path_relative_to_where_the_application_is_mounted(
-    mount: str, clients: list[Any]
-) -> None:
+def test_the_facade_gets_the_path_relative_to_where_the_application_is_mounted(mount: str, clients: list[Any]) -> None:
     v1, v2 = Recorder(), Recorder()
     app = create_app(Engine(), v1=v1, v2=v2, voice=False, page=False, docs=False)
     outer = Starlette(routes=[Mount(mount, app=app)]) if mount else app
