@@ -445,7 +445,7 @@ def keys_toml(limits: bool) -> str:
             "\n[rate_limits]\n"
             f'"{KEYS["learn"]}" = {{ requests_per_second = 100000, burst = 100000 }}\n'
             f'"{KEYS["ingest"]}" = {{ requests_per_second = 100000, burst = 100000 }}\n'
-            f'"{KEYS["voice"]}" = {{ requests_per_second = 20, burst = 20, scoring_seconds_per_minute = 6 }}\n'
+            f'"{KEYS["voice"]}" = {{ requests_per_second = 20, burst = 20, scoring_seconds_per_minute = 2 }}\n'
         )
     return text
 

@@ -51,3 +51,33 @@ def test_the_facade_gets_the_path_relative_to_where_the_application_is_mounted(m
     assert document.status_code == 200 and document.json()["servers"][0]["url"] == (mount or "/")
     assert client.request("GET", f"{mount}/v2x/query").status_code == 404  # another path: not the contract's
     assert v2.paths[-1] == "/v2/openapi.json"
+
+
+def test_the_servers_own_voice_facade_scores_in_a_child_process(clients: list[Any]) -> None:
+    from learnloop.server import Keys
+    from learnloop.voice import VoiceApi
+    from learnloop.voice.synthesis import synthesize
+
+    keys = Keys(api_keys={"k-1": "app-1"})
+    app = create_app(Engine(), keys=keys, v1=False, v2=False, page=False, docs=False)
+    client = InProcess(app)
+    clients.append(client)
+    form = {"target_phrase": "good morning", "dialect": "en-us", "user_id": "u1"}
+    audio = synthesize("good morning")
+    over_http = client.request(
+        "POST", "/api/v1/score", data=form, files={"audio": ("a.wav", audio)}, headers={"X-API-KEY": "k-1"}
+    )
+    endpoint = app.contracts[-1][1].app  # type: ignore[attr-defined]
+    try:
+        assert endpoint.processes is not None and endpoint.processes._executor is not None  # a child scored it
+        assert over_http.status_code == 200, over_http.text
+        here = VoiceApi(api_keys={"k-1": "app-1"}).handle(
+            "POST", "/api/v1/score", form=form, files={"audio": audio}, headers={"X-API-KEY": "k-1"}
+        )
+        assert over_http.json() == here.body  # the same answer as in this process
+        wrong = client.request(
+            "POST", "/api/v1/score", data=form, files={"audio": ("a.wav", audio)}, headers={"X-API-KEY": "no"}
+        )
+        assert wrong.status_code == 401  # the child's façade has the keys
+    finally:
+        endpoint.processes.close()

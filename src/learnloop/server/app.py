@@ -17,8 +17,8 @@ import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import quote, unquote
@@ -40,8 +40,7 @@ from learnloop.engine import Engine
 from learnloop.server import openapi
 from learnloop.server.keys import Keys
 from learnloop.server.page import docs_routes, page_routes
-from learnloop.server.throttle import Capacity, Full, Limits, Pool, retry_after
-from learnloop.voice import VoiceApi
+from learnloop.server.throttle import Capacity, Full, Limits, Pool, ScoringProcesses, retry_after, voice_facade
 
 __all__ = ["BodyLimits", "Capacity", "JsonFacade", "FormFacade", "create_app"]
 
@@ -376,10 +375,18 @@ class _VoiceEndpoint:
     """
 
     def __init__(
-        self, prefix: str, facade: FormFacade, errors: _Errors, limit: int, pool: Pool, scoring: Pool, limits: Limits
+        self,
+        prefix: str,
+        facade: FormFacade,
+        errors: _Errors,
+        limit: int,
+        pool: Pool,
+        scoring: Pool,
+        limits: Limits,
+        processes: ScoringProcesses | None = None,
     ) -> None:
         self.prefix, self.facade, self.errors, self.limit = prefix, facade, errors, limit
-        self.pool, self.scoring, self.limits = pool, scoring, limits
+        self.pool, self.scoring, self.limits, self.processes = pool, scoring, limits, processes
         self.app = request_response(self.endpoint)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -389,6 +396,12 @@ class _VoiceEndpoint:
         started = time.thread_time()  # the CPU seconds of this thread: the scoring's own, whatever else runs
         answer = self.facade.handle(*args[:2], form=args[2], files=args[3], headers=args[4])
         return answer, time.thread_time() - started
+
+    def _score(self, *args: Any) -> tuple[ApiResponse, float]:
+        """A scoring: in the child processes when there are some, else in this thread."""
+        if self.processes is None:
+            return self._call(*args)
+        return self.processes.call(*args)
 
     async def endpoint(self, request: Request) -> Response:
         errors, limit = self.errors, self.limit
@@ -423,7 +436,8 @@ class _VoiceEndpoint:
         async def call(method: str, form: dict[str, list[str]], files: dict[str, bytes], headers: Any) -> ApiResponse:
             nonlocal ran
             ran = True
-            answer, seconds = await pool.run(self._call, method, path, form, files, headers)
+            run = self._score if scoring else self._call
+            answer, seconds = await pool.run(run, method, path, form, files, headers)
             self.limits.scored(key, reserved, seconds)
             return answer
 
@@ -516,6 +530,27 @@ def _mount(prefix: str, endpoint: ASGIApp, name: str, errors: _Errors) -> list[B
     return [_openapi(prefix, name), mount, Route(prefix, app, methods=_METHODS)]
 
 
+def _stopping(
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None, closers: list[Callable[[], None]]
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """``lifespan``, then what the application started stopped (its scoring processes; a mounted application's
+    lifespan does not run: they stop at exit)."""
+
+    @asynccontextmanager
+    async def run(app: Starlette) -> AsyncIterator[None]:
+        try:
+            if lifespan is None:
+                yield
+            else:
+                async with lifespan(app):
+                    yield
+        finally:
+            for close in closers:
+                close()
+
+    return run
+
+
 class _Learnloop(Starlette):
     """The application: a request to a contract goes straight to its endpoint, the rest through Starlette's router.
 
@@ -594,6 +629,7 @@ def create_app(
     if docs:
         routes += docs_routes(static=not page)
     contracts: list[tuple[str, ASGIApp]] = []
+    closers: list[Callable[[], None]] = []
 
     def mount(prefix: str, endpoint: ASGIApp, name: str, errors: _Errors) -> None:
         mounted = _mount(prefix, endpoint, name, errors)
@@ -614,13 +650,20 @@ def create_app(
             hint = "the voice API needs the 'voice' extra: pip install 'learnloop[voice]'"
             mount("/api/v1", request_response(_unavailable(errors3, hint)), "voice", errors3)
         else:
-            facade3: FormFacade = (
-                VoiceApi(api_keys=keys.api_keys, jwt_issuers=keys.jwt_issuers, key_expiry=keys.api_key_expiry)
-                if voice is True
-                else voice
+            voice_args = (
+                None if keys.api_keys is None else dict(keys.api_keys),
+                None if keys.jwt_issuers is None else dict(keys.jwt_issuers),
+                dict(keys.api_key_expiry),
             )
+            facade3: FormFacade = voice_facade(*voice_args) if voice is True else voice
             slots = capacity.scoring or max(1, (os.cpu_count() or 1) - 1)
             scoring = Pool(slots, capacity.scoring_waiting, "learnloop-scoring")
-            endpoint = _VoiceEndpoint("/api/v1", facade3, errors3, limits.voice, pool, scoring, rates)
+            # the server's own façade scores in child processes (one per slot); a façade given here, in this one
+            processes = (
+                ScoringProcesses(slots, voice_facade, voice_args) if voice is True and capacity.processes else None
+            )
+            endpoint = _VoiceEndpoint("/api/v1", facade3, errors3, limits.voice, pool, scoring, rates, processes)
+            if processes is not None:
+                closers.append(processes.close)
             mount("/api/v1", endpoint, "voice", errors3)
-    return _Learnloop(contracts, routes=routes, lifespan=lifespan)
+    return _Learnloop(contracts, routes=routes, lifespan=_stopping(lifespan, closers))

@@ -149,7 +149,9 @@ class Capacity:
     """How much work one server process takes on at once, and how much it lets wait.
 
     ``threads`` façade calls run at once (``waiting`` more wait for a thread);
-    ``scoring`` pronunciation scorings run at once (``scoring_waiting`` more wait).
+    ``scoring`` pronunciation scorings run at once (``scoring_waiting`` more wait),
+    in as many child processes when ``processes`` (the server's own voice
+    façade only), so that they never hold up the learning calls.
     A call that finds its queue full is answered at once: 503 on v1 and the
     voice API, 500 on v2 (whose contract lists no 503), with ``Retry-After``.
     """
@@ -158,6 +160,7 @@ class Capacity:
     waiting: int = 256
     scoring: int = 0  # 0: one less than the CPU cores, at least 1
     scoring_waiting: int = 4
+    processes: bool = True
 
     def __post_init__(self) -> None:
         for name in ("threads", "waiting", "scoring_waiting"):
@@ -247,3 +250,67 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_exception(error)
     else:
         future.set_result(result)
+
+
+class ScoringProcesses:
+    """Pronunciation scoring in child processes, away from the process that serves the learning calls.
+
+    A scoring holds Python's global interpreter lock for long stretches (tens
+    of milliseconds at a time); in the serving process that would hold up every
+    other request. ``make`` (picklable: a module-level function and its
+    arguments) builds the voice façade in each child, once. :meth:`call` runs
+    ``handle(method, path, form=, files=, headers=)`` there and returns the
+    answer with the CPU seconds it took. The children are started on the first
+    call (``spawn``: the serving process has threads) and stopped with
+    :meth:`close` or at exit.
+    """
+
+    def __init__(self, processes: int, make: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.processes = processes
+        self.make = make
+        self.args = args
+        self._executor: Any = None
+        self._lock = threading.Lock()
+
+    def call(self, method: str, path: str, form: Any, files: Any, headers: Any) -> tuple[Any, float]:
+        if self._executor is None:
+            with self._lock:
+                if self._executor is None:
+                    import multiprocessing
+                    from concurrent.futures import ProcessPoolExecutor
+
+                    context = multiprocessing.get_context("spawn")
+                    self._executor = ProcessPoolExecutor(self.processes, mp_context=context)
+        future = self._executor.submit(_child_call, self.make, self.args, method, path, form, files, headers)
+        result: tuple[Any, float] = future.result()
+        return result
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+
+_child_facades: dict[str, Any] = {}
+
+
+def voice_facade(
+    api_keys: Mapping[str, str] | None, jwt_issuers: Mapping[str, str] | None, key_expiry: Mapping[str, Any]
+) -> Any:
+    """The server's voice façade (here, at module level, for the scoring processes to make theirs with it)."""
+    from learnloop.voice import VoiceApi
+
+    return VoiceApi(api_keys=api_keys, jwt_issuers=jwt_issuers, key_expiry=key_expiry)
+
+
+def _child_call(
+    make: Callable[..., Any], args: tuple[Any, ...], method: str, path: str, form: Any, files: Any, headers: Any
+) -> tuple[Any, float]:
+    """In a child process: the façade ``make(*args)`` (made once) answers one call; with its CPU seconds."""
+    key = f"{make.__module__}.{make.__qualname__}{args!r}"
+    facade = _child_facades.get(key)
+    if facade is None:
+        facade = _child_facades[key] = make(*args)
+    started = time.thread_time()
+    answer = facade.handle(method, path, form=form, files=files, headers=headers)
+    return answer, time.thread_time() - started
