@@ -220,3 +220,34 @@ def test_rate_limits_in_the_keys_file(tmp_path: Path) -> None:
         with pytest.raises(KeysFileError) as caught:
             Keys.from_toml(text + line + "\n")
         assert problem in str(caught.value) and "k-1" not in str(caught.value).split("[rate_limits]")[-1]
+
+
+def test_the_pool_counts_calls_in_and_out_and_its_idle_threads_end_and_come_back() -> None:
+    import asyncio
+
+    from learnloop.server.throttle import Full, Pool
+
+    pool = Pool(threads=2, waiting=1, name="test-pool")
+    pool.idle_seconds = 0.05
+
+    async def scenario() -> list[Any]:
+        pool.admit()
+        first = await pool.run(lambda x: x * 2, 21)
+        for _ in range(3):
+            pool.admit()
+        with pytest.raises(Full):  # 2 threads + 1 waiting are in
+            pool.admit()
+        for _ in range(3):
+            pool.release()
+        deadline = time.monotonic() + 60  # (a bound on a hang only)
+        while pool._threads and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        idle = list(pool._threads)
+        pool.admit()
+        again = await pool.run(lambda: "again")
+        pool.admit()
+        with pytest.raises(ZeroDivisionError):
+            await pool.run(lambda: 1 / 0)
+        return [first, idle, again, pool.pending]
+
+    assert asyncio.run(scenario()) == [42, [], "again", 0]

@@ -177,10 +177,14 @@ class Full(Exception):
 class Pool:
     """``threads`` daemon threads running calls for an event loop; at most ``waiting`` calls queued.
 
+    The threads are started with the first calls and end after ``idle_seconds`` without one.
+
     :meth:`run` awaits a call's result (or exception). Cancelled while the call
     runs, it returns at once; the call goes on in its thread (as a thread cannot
     be stopped) and its result is dropped.
     """
+
+    idle_seconds = 30.0
 
     def __init__(self, threads: int, waiting: int, name: str) -> None:
         self.size = threads
@@ -192,15 +196,22 @@ class Pool:
         self._threads: list[threading.Thread] = []
 
     def _start(self) -> None:
-        with self._lock:
-            while len(self._threads) < self.size:
-                thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True)
-                thread.start()
-                self._threads.append(thread)
+        """Start threads up to ``size`` (the caller holds the lock)."""
+        while len(self._threads) < self.size:
+            thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
 
     def _work(self) -> None:
         while True:
-            job = self._queue.get()
+            try:
+                job = self._queue.get(timeout=self.idle_seconds)
+            except queue.Empty:
+                with self._lock:  # idle: the thread ends, unless a call came meanwhile
+                    if self._queue.empty():
+                        self._threads.remove(threading.current_thread())
+                        return
+                continue
             if job is None:
                 return
             loop, future, call, args = job
@@ -235,11 +246,12 @@ class Pool:
     async def run(self, call: Callable[..., _T], *args: Any) -> _T:
         """Run ``call(*args)`` in a thread; :meth:`admit` must have counted it in (it is counted out when
         the call ends)."""
-        if len(self._threads) < self.size:
-            self._start()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_T] = loop.create_future()
-        self._queue.put((loop, future, call, args))
+        with self._lock:  # (a thread ending for idleness checks the queue under this lock)
+            self._queue.put((loop, future, call, args))
+            if len(self._threads) < self.size:
+                self._start()
         return await future
 
 
