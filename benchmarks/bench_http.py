@@ -592,9 +592,7 @@ def main() -> None:
                     show(f"[{store} x{count}] learn", a)
                     events = folder / "events.json"
                     events.write_text(events_json(exercise_ids(server.base)))
-                    b = ingest(
-                        server.base, scripts["ingest"], events, args.seconds, max(args.cap // 100, 20), f"i{run}"
-                    )
+                    b = ingest(server.base, scripts["ingest"], events, args.seconds, max(args.cap // 10, 20), f"i{run}")
                     show(f"[{store} x{count}] ingest", b, "events/s", 1000)
                     results.append({"store": store, "workers": count, "learn": a, "ingest": b})
                 finally:
