@@ -20,6 +20,7 @@ __all__ = [
     "error_response",
     "header",
     "header_problems",
+    "loads_json_object",
     "query_list",
     "resolve_api_key",
 ]
@@ -188,6 +189,50 @@ def decode_json_body(
     if not isinstance(value, dict):
         raise BodyError(f"body must be a JSON object, not {type(value).__name__}")
     return value, raw
+
+
+_orjson: Any = None
+
+
+def _fast_loads() -> Any:
+    """orjson's ``loads`` when it is installed (the ``server`` extra), else None; imported on first use."""
+    global _orjson
+    if _orjson is None:
+        try:
+            import orjson
+
+            _orjson = orjson.loads
+        except ImportError:
+            _orjson = False
+    return _orjson or None
+
+
+def loads_json_object(body: bytes | bytearray | memoryview | str) -> dict[str, Any] | None:
+    """A JSON object read from ``body``, when it is one that reads the same everywhere; else None.
+
+    With orjson installed it reads the body (several times faster than
+    :mod:`json` on large bodies); what orjson refuses (a lone surrogate, an
+    integer beyond 64 bits, ``NaN``...) is None, as is anything but an object.
+    Without orjson, :func:`json.loads` reads bodies without escapes (``\\u``).
+    None says nothing about the body: the caller reads it the careful way.
+
+    >>> loads_json_object(b'{"a": [1, 2.5, "x"]}')
+    {'a': [1, 2.5, 'x']}
+    >>> loads_json_object(b'[1]') is None, loads_json_object(b'{"a": NaN}') is None
+    (True, True)
+    """
+    loads = _fast_loads()
+    try:
+        if loads is not None:
+            value = loads(body)
+        else:
+            raw = body.encode("utf-8", errors="surrogatepass") if isinstance(body, str) else bytes(body)
+            if b"\\u" in raw or b"NaN" in raw or b"Infinity" in raw:
+                return None
+            value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if type(value) is dict else None
 
 
 def query_list(query: Mapping[str, str | list[str]] | None, name: str) -> list[str] | None:

@@ -7,6 +7,7 @@ learning itself happens in :class:`~learnloop.engine.Engine`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,9 +21,10 @@ from learnloop._http import (
     content_type_problem,
     error_response,
     header_problems,
+    loads_json_object,
     resolve_api_key,
 )
-from learnloop._types import Identifier
+from learnloop._types import IDENTIFIER_PATTERN, Identifier
 from learnloop._validation import describe_validation_error, validate_json_body
 from learnloop.content import Catalog, Filter, ItemDatabaseAnnotation, ItemList
 from learnloop.engine import Engine
@@ -73,6 +75,45 @@ class UpsertEventsRequest(BaseModel):
     events: tuple[PlainEvent, ...]
 
 
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
+#: the fields of a plain event and what JSON gives each when it is valid on its face
+_EVENT_FIELDS = frozenset(
+    ["type", "item_id", "topic_id", "catalog_id", "timestamp", "score", "time_spent_ms", "fraction_completed"]
+)
+_NUMBER = (int, float)
+
+
+def _events_on_their_face(body: Any) -> tuple[str, list[dict[str, Any]]] | None:
+    """An ``upsert-events`` body as ``(user_id, events)`` when it is valid on its face, else None.
+
+    On its face: a JSON object of exactly ``user_id`` (an identifier) and
+    ``events``, a list of objects whose fields are the plain events' fields,
+    each holding the JSON type the strict JSON reading of the models accepts
+    (text for text and timestamps, a number for a score or a fraction, an
+    integer for a time), so that the engine's own reading of plain dicts, which
+    is lax, reads them as the models would. What the engine then refuses is
+    read again by the models, for their messages.
+    """
+    decoded = loads_json_object(body)
+    if decoded is None or len(decoded) != 2:
+        return None
+    user_id, events = decoded.get("user_id"), decoded.get("events")
+    if type(user_id) is not str or type(events) is not list or _IDENTIFIER.fullmatch(user_id) is None:
+        return None
+    fields = _EVENT_FIELDS
+    for event in events:
+        if type(event) is not dict or not fields.issuperset(event) or type(event.get("timestamp")) is not str:
+            return None
+        for name in ("score", "fraction_completed"):
+            value = event.get(name)
+            if value is not None and type(value) not in _NUMBER:
+                return None
+        spent = event.get("time_spent_ms")
+        if spent is not None and type(spent) is not int:
+            return None
+    return user_id, events
+
+
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> ApiResponse:
     return error_response(status, [message], shape="error", headers=headers)
 
@@ -97,6 +138,9 @@ class V2Api:
     >>> api.handle("POST", "/v2/query-catalog-ids", body={}).status
     401
     """
+
+    #: ``upsert-events`` bodies valid on their face go to the engine as plain dicts (its columnar reading)
+    plain_events_fast = True
 
     def __init__(self, engine: Engine, api_keys: Mapping[str, str] | None = None) -> None:
         self.engine = engine
@@ -148,6 +192,10 @@ class V2Api:
         if problem is not None:
             return _error(400, problem)
         model, handler = route
+        if handler == self._upsert_events and self.plain_events_fast:
+            fast = self._upsert_plain_events(app, body)
+            if fast is not None:
+                return fast
         try:
             request = validate_json_body(model, body)
         except BodyError as exc:
@@ -224,6 +272,20 @@ class V2Api:
     def _user_status(self, app: str, request: UserStatusRequest) -> ApiResponse:
         statuses = self.engine.user_status(request.user_id, request.catalog_id, request.filter_list, app=app)
         return _data({"user_status_list": [s.model_dump(mode="json") for s in statuses]})
+
+    def _upsert_plain_events(self, app: str, body: Any) -> ApiResponse | None:
+        """``upsert-events`` without a model per event, for a body valid on its face; None when the models must
+        read it (anything else, or anything the engine refuses: it wrote nothing, and the models say why)."""
+        if not isinstance(body, (bytes, bytearray, memoryview, str)):
+            return None
+        read = _events_on_their_face(body)
+        if read is None:
+            return None
+        try:
+            self.engine.upsert_events(read[0], read[1], app=app, strict_kinds=True)
+        except (LimitExceededError, ValidationError, ContextError, NotFoundError):
+            return None
+        return _data({})
 
     def _upsert_events(self, app: str, request: UpsertEventsRequest) -> ApiResponse:
         self.engine.upsert_events(request.user_id, request.events, app=app, strict_kinds=True)

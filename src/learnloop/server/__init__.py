@@ -15,16 +15,18 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("learnloop.server needs the 'server' extra: pip install 'learnloop[server]'") from exc
 
-from learnloop.server.app import BodyLimits, FormFacade, JsonFacade, create_app
+from learnloop.server.app import BodyLimits, Capacity, FormFacade, JsonFacade, create_app
 from learnloop.server.cli import Settings, StoreUrlError, create_app_from_env, load_sample_course, open_engine
-from learnloop.server.keys import Keys, KeysFileError
+from learnloop.server.keys import Keys, KeysFileError, RateLimit
 
 __all__ = [
     "BodyLimits",
+    "Capacity",
     "FormFacade",
     "JsonFacade",
     "Keys",
     "KeysFileError",
+    "RateLimit",
     "Settings",
     "StoreUrlError",
     "create_app",

@@ -10,21 +10,22 @@ calls run in worker threads, never on the event loop.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import importlib.util
 import logging
 import os
 import re
-import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import quote, unquote
 
 import anyio
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
+from starlette.datastructures import QueryParams, UploadFile
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import ClientDisconnect, Request
@@ -39,9 +40,9 @@ from learnloop.engine import Engine
 from learnloop.server import openapi
 from learnloop.server.keys import Keys
 from learnloop.server.page import docs_routes, page_routes
-from learnloop.voice import VoiceApi
+from learnloop.server.throttle import Capacity, Full, Limits, Pool, ScoringProcesses, retry_after, voice_facade
 
-__all__ = ["BodyLimits", "JsonFacade", "FormFacade", "create_app"]
+__all__ = ["BodyLimits", "Capacity", "JsonFacade", "FormFacade", "create_app"]
 
 log = logging.getLogger("learnloop.server")
 
@@ -220,46 +221,237 @@ async def _answer(errors: _Errors, name: str, call: Callable[[], Awaitable[ApiRe
         return errors(500, "internal server error; retry later")
 
 
-def _json_route(
-    prefix: str, facade: JsonFacade, errors: _Errors, limit: int
-) -> Callable[[Request], Awaitable[Response]]:
-    name = prefix.strip("/")
-    over = 400 if name == "v1" else 413
+#: how long a v2 request over its key's rate may wait for its turn (v2's contract lists no 429)
+V2_PACE_SECONDS = 2.0
+#: a refusal for a key's rate is sent after this pause (at most its Retry-After, which is at least 1 s): a client
+#: honouring Retry-After loses nothing; one that does not is held to one request a second per connection
+REFUSAL_PAUSE_SECONDS = 1.0
+#: the status of a request refused because the server's queue is full, per contract (v2 lists no 503)
+BUSY_STATUS = {"v1": 503, "v2": 500, "voice": 503}
+BUSY_PROBLEM = "the server is busy: {what} queued already; retry later"
+_SCORING_ROUTES = ("/score", "/multichoice/score", "/fluency/score")
 
-    async def endpoint(request: Request) -> Response:
-        too_large = errors(over, f"the request body is larger than {limit} bytes, the most this server reads")
-        if _declared_too_large(request, limit):
-            return too_large
+
+async def _refused(errors: _Errors, status: int, problem: str, wait: float) -> Response:
+    """A refusal for a key's rate, after a pause of up to :data:`REFUSAL_PAUSE_SECONDS` (on the event loop:
+    no thread and no core is held meanwhile)."""
+    await asyncio.sleep(min(REFUSAL_PAUSE_SECONDS, float(retry_after(wait))))
+    return errors(status, problem, {"Retry-After": retry_after(wait)})
+
+
+def _over_rate(limits: Limits, key: str | None, wait: float) -> str:
+    rate = limits.rates[key]  # type: ignore[index]
+    return (
+        f"too many requests: the rate limit of this API key is {rate.requests_per_second:g} requests per second "
+        f"(burst {rate.burst}); retry after {retry_after(wait)} s"
+    )
+
+
+def _scope_headers(scope: Scope) -> dict[str, str]:
+    """The request's headers by (lower-case) name; a repeated header's values joined by ", "."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def _scope_path(scope: Scope, root: str) -> str:
+    """The path as sent (percent-encoding kept), relative to ``root``, where the application is mounted."""
+    path: str = scope["path"]
+    path = path[len(root) :] if root and path.startswith(root) else path
+    raw = scope.get("raw_path")
+    if isinstance(raw, bytes):
+        text = raw.decode("utf-8", "surrogateescape")
+        if text.startswith(root) and unquote(text[len(root) :], errors="surrogateescape") == path:
+            return text[len(root) :]
+    return quote(path, safe=_PATH_SAFE)
+
+
+def _scope_query(scope: Scope) -> dict[str, str | list[str]]:
+    raw = scope.get("query_string", b"")
+    if not raw:
+        return {}
+    out: dict[str, list[str]] = {}
+    for name, value in QueryParams(raw).multi_items():
+        out.setdefault(name, []).append(value)
+    return dict(out)
+
+
+def _root(scope: Scope, prefix: str) -> str:
+    """Where the application is mounted: the scope's ``root_path``, less ``prefix`` when a Mount added it."""
+    root: str = scope.get("root_path", "")
+    return root[: -len(prefix)] if root.endswith(prefix) else root
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body; raises :class:`_TooLarge` past ``limit`` bytes, ClientDisconnect on a disconnect."""
+    chunks: list[bytes] = []
+    seen = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect
+        if message["type"] == "http.request":
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > limit:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+class _JsonEndpoint:
+    """A JSON contract's endpoint (an ASGI application): rate, body, a place in the pool, the façade's answer.
+
+    Nothing of Starlette's request machinery is on this path: the scope's
+    headers, path and query are handed to the façade as they arrived, the
+    body read up to the server's limit, and the call run in the process's pool.
+    """
+
+    def __init__(
+        self, prefix: str, facade: JsonFacade, errors: _Errors, limit: int, pool: Pool, limits: Limits
+    ) -> None:
+        self.prefix, self.facade, self.errors, self.limit = prefix, facade, errors, limit
+        self.pool, self.limits = pool, limits
+        self.name = prefix.strip("/")
+        self.over = 400 if self.name == "v1" else 413
+
+    async def _gate(self, key: str | None) -> Response | None:
+        """The refusal of a request over its key's rate (``None``: it goes on, after its turn on v2)."""
+        if key is None or key not in self.limits.rates:
+            return None
+        if self.name != "v2":
+            wait = self.limits.request(key)
+            if wait <= 0:
+                return None
+            return await _refused(self.errors, 429, _over_rate(self.limits, key, wait), wait)
+        wait = self.limits.pace(key, V2_PACE_SECONDS)
+        if wait > V2_PACE_SECONDS:
+            return await _refused(self.errors, 500, _over_rate(self.limits, key, wait), wait)
+        if wait > 0:
+            await asyncio.sleep(wait)
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = _scope_headers(scope)
+        response = await self._respond(scope, receive, headers)
+        await response(scope, receive, send)
+
+    async def _respond(self, scope: Scope, receive: Receive, headers: dict[str, str]) -> Response:
+        errors, limit = self.errors, self.limit
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            return errors(self.over, f"the request body is larger than {limit} bytes, the most this server reads")
+        refused = await self._gate(headers.get("x-api-key"))
+        if refused is not None:
+            return refused
+        try:  # a place in the pool first: a full queue is answered before the body is read
+            self.pool.admit()
+        except Full:
+            problem = BUSY_PROBLEM.format(what=f"{self.pool.size + self.pool.waiting} requests")
+            return errors(BUSY_STATUS[self.name], problem, {"Retry-After": "1"})
         try:
-            body = await Request(request.scope, _capped(request.receive, limit)).body()
-        except _TooLarge:
-            return too_large
-        except ClientDisconnect:
-            return errors(400, "the client disconnected before the end of the body")
-        method, path, query, headers = request.method, _facade_path(request, prefix), _query(request), _headers(request)
-
-        async def call() -> ApiResponse:
-            return await run_in_threadpool(facade.handle, method, path, query=query, body=body, headers=headers)
-
-        return await _answer(errors, name, call)
-
-    return endpoint
+            body = await _read_body(receive, limit)
+        except (_TooLarge, ClientDisconnect, asyncio.CancelledError) as exc:
+            self.pool.release()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            if isinstance(exc, ClientDisconnect):
+                return errors(400, "the client disconnected before the end of the body")
+            return errors(self.over, f"the request body is larger than {limit} bytes, the most this server reads")
+        method, path, query = scope["method"], _scope_path(scope, _root(scope, self.prefix)), _scope_query(scope)
+        call = functools.partial(self.facade.handle, method, path, query=query, body=body, headers=headers)
+        return await _answer(errors, self.name, functools.partial(self.pool.run, call))
 
 
-def _voice_route(
-    prefix: str, facade: FormFacade, errors: _Errors, limit: int
-) -> Callable[[Request], Awaitable[Response]]:
-    # scoring is CPU-bound: at most one per core at a time (other requests wait in their threads)
-    slots = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+class _VoiceEndpoint:
+    """The voice contract's endpoint: rate, form, then a scoring slot (scorings) or a place in the pool (the rest).
 
-    def scored(method: str, path: str, form: dict[str, list[str]], files: dict[str, bytes], headers: Any) -> Any:
-        with slots:
-            return facade.handle(method, path, form=form, files=files, headers=headers)
+    A key's scoring budget (``scoring_seconds_per_minute``) is charged the CPU
+    seconds each of its scorings took (an estimate is reserved when a scoring
+    is let in, settled when it ends).
+    """
 
-    async def endpoint(request: Request) -> Response:
+    def __init__(
+        self,
+        prefix: str,
+        facade: FormFacade,
+        errors: _Errors,
+        limit: int,
+        pool: Pool,
+        scoring: Pool,
+        limits: Limits,
+        processes: ScoringProcesses | None = None,
+    ) -> None:
+        self.prefix, self.facade, self.errors, self.limit = prefix, facade, errors, limit
+        self.pool, self.scoring, self.limits, self.processes = pool, scoring, limits, processes
+        self.app = request_response(self.endpoint)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+    def _call(self, *args: Any) -> tuple[ApiResponse, float]:
+        started = time.thread_time()  # the CPU seconds of this thread: the scoring's own, whatever else runs
+        answer = self.facade.handle(*args[:2], form=args[2], files=args[3], headers=args[4])
+        return answer, time.thread_time() - started
+
+    def _score(self, *args: Any) -> tuple[ApiResponse, float]:
+        """A scoring: in the child processes when there are some, else in this thread."""
+        if self.processes is None:
+            return self._call(*args)
+        return self.processes.call(*args)
+
+    async def endpoint(self, request: Request) -> Response:
+        errors, limit = self.errors, self.limit
         too_large = errors(413, f"the request body is larger than {limit} bytes, the most this server reads")
         if _declared_too_large(request, limit):
             return too_large
+        key = request.headers.get("x-api-key")
+        wait = self.limits.request(key)
+        if wait > 0:
+            return await _refused(errors, 429, _over_rate(self.limits, key, wait), wait)
+        path = _facade_path(request, self.prefix)
+        scoring = request.method == "POST" and path.split("?")[0].rstrip("/")[len(self.prefix) :] in _SCORING_ROUTES
+        pool = self.scoring if scoring else self.pool
+        reserved = 0.0
+        if scoring:
+            wait, reserved = self.limits.scoring(key)
+            if wait > 0:
+                rate = self.limits.rates[key]  # type: ignore[index]
+                problem = (
+                    f"too many requests: this API key's scoring budget of {rate.scoring_seconds_per_minute:g} "
+                    f"seconds per minute is spent; retry after {retry_after(wait)} s"
+                )
+                return await _refused(errors, 429, problem, wait)
+        try:  # a place in the pool before the form is read: a full queue is answered at once
+            pool.admit()
+        except Full:
+            self.limits.scored(key, reserved, 0.0)  # not scored: the reservation is given back
+            what = f"{pool.size + pool.waiting} scorings" if scoring else f"{pool.size + pool.waiting} requests"
+            return errors(BUSY_STATUS["voice"], BUSY_PROBLEM.format(what=what), {"Retry-After": "1"})
+        ran = False
+
+        async def call(method: str, form: dict[str, list[str]], files: dict[str, bytes], headers: Any) -> ApiResponse:
+            nonlocal ran
+            ran = True
+            run = self._score if scoring else self._call
+            answer, seconds = await pool.run(run, method, path, form, files, headers)
+            self.limits.scored(key, reserved, seconds)
+            return answer
+
+        try:
+            return await self._form_and_call(request, too_large, call)
+        finally:
+            if not ran:
+                pool.release()
+                self.limits.scored(key, reserved, 0.0)
+
+    async def _form_and_call(
+        self, request: Request, too_large: Response, run: Callable[..., Awaitable[ApiResponse]]
+    ) -> Response:
+        errors, limit = self.errors, self.limit
         capped = Request(request.scope, _capped(request.receive, limit))
         form: dict[str, list[str]] = {}
         uploads: dict[str, list[bytes]] = {}
@@ -283,15 +475,8 @@ def _voice_route(
         if repeated:
             return errors(400, "; ".join(repeated))
         files = {field: parts[0] for field, parts in uploads.items()}
-        method, path, headers = request.method, _facade_path(request, prefix), _headers(request)
-
-        async def call() -> ApiResponse:
-            answer: ApiResponse = await run_in_threadpool(scored, method, path, form, files, headers)
-            return answer
-
-        return await _answer(errors, "voice", call)
-
-    return endpoint
+        method, headers = request.method, _headers(request)
+        return await _answer(errors, "voice", functools.partial(run, method, form, files, headers))
 
 
 def _unavailable(errors: _Errors, problem: str) -> Callable[[Request], Awaitable[Response]]:
@@ -334,17 +519,65 @@ def _openapi(prefix: str, name: str) -> BaseRoute:
     return Route(f"{prefix}/openapi.json", endpoint, methods=["GET"])
 
 
-def _mount(
-    prefix: str, endpoint: Callable[[Request], Awaitable[Response]], name: str, errors: _Errors
-) -> list[BaseRoute]:
+def _mount(prefix: str, endpoint: ASGIApp, name: str, errors: _Errors) -> list[BaseRoute]:
     # every method reaches the façade, which answers 405 itself, in its own error shape
     # (the prefix alone is a path too: the façade answers it with a 404)
-    app = _UntilShutdown(request_response(endpoint), errors, name)
+    app = _UntilShutdown(endpoint, errors, name)
     mount = Mount(prefix, app=app)
     # Starlette matches the rest of the path with ".", which stops at a newline: an id holding
     # one (sent as %0A) must still reach the façade
     mount.path_regex = re.compile(mount.path_regex.pattern, re.DOTALL)
     return [_openapi(prefix, name), mount, Route(prefix, app, methods=_METHODS)]
+
+
+def _stopping(
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None, closers: list[Callable[[], None]]
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """``lifespan``, then what the application started stopped (its scoring processes; a mounted application's
+    lifespan does not run: they stop at exit)."""
+
+    @asynccontextmanager
+    async def run(app: Starlette) -> AsyncIterator[None]:
+        try:
+            if lifespan is None:
+                yield
+            else:
+                async with lifespan(app):
+                    yield
+        finally:
+            for close in closers:
+                close()
+
+    return run
+
+
+class _Learnloop(Starlette):
+    """The application: a request to a contract goes straight to its endpoint, the rest through Starlette's router.
+
+    The contracts' routes are in the router too (and behave the same there);
+    matching their prefixes first spares every API request the router's and
+    the middleware's layers.
+    """
+
+    def __init__(self, contracts: list[tuple[str, ASGIApp]], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.contracts = contracts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            root: str = scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root) :]
+            for prefix, app in self.contracts:
+                if path.startswith(prefix) and (len(path) == len(prefix) or path[len(prefix)] == "/"):
+                    if path[len(prefix) :] == "/openapi.json" and scope["method"] in ("GET", "HEAD"):
+                        break
+                    # as the Mount would: the prefix joins the root path (the path stays whole)
+                    scope["app"], scope["root_path"] = self, root + prefix
+                    await app(scope, receive, send)
+                    return
+        await super().__call__(scope, receive, send)
 
 
 def create_app(
@@ -359,6 +592,7 @@ def create_app(
     page: bool = True,
     docs: bool = True,
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
+    capacity: Capacity | None = None,
 ) -> Starlette:
     """A Starlette application serving the three contracts over ``engine``.
 
@@ -377,33 +611,59 @@ def create_app(
     ``Mount("/learning", app=create_app(engine))``; it does not close
     ``engine``.
 
+    ``capacity`` bounds the façade calls that run and wait at once
+    (:class:`~learnloop.server.throttle.Capacity`); ``keys.rate_limits`` the
+    rate of each key that has one. Both are per application object, so per
+    worker process.
+
     >>> app = create_app(Engine(), voice=False)
     >>> [route.path for route in app.routes]
     ['/healthz', '/readyz', '/', '/static', '/docs', '/v1/openapi.json', '/v1', '/v1', '/v2/openapi.json', '/v2', '/v2']
     """
     keys = keys or Keys()
     limits = body_limits or BodyLimits()
+    capacity = capacity or Capacity()
+    pool = Pool(capacity.threads, capacity.waiting, "learnloop-call")
+    rates = Limits(keys.rate_limits)
     routes = _health_routes(engine, readiness_timeout) + (page_routes() if page else [])
     if docs:
         routes += docs_routes(static=not page)
+    contracts: list[tuple[str, ASGIApp]] = []
+    closers: list[Callable[[], None]] = []
+
+    def mount(prefix: str, endpoint: ASGIApp, name: str, errors: _Errors) -> None:
+        mounted = _mount(prefix, endpoint, name, errors)
+        routes.extend(mounted)
+        contracts.append((prefix, mounted[-1].app))  # type: ignore[attr-defined]
+
     if v1 is not False:
         facade1: JsonFacade = V1Api(engine, keys.api_keys, key_expiry=keys.api_key_expiry) if v1 is True else v1
         errors1 = _Errors("errors", getattr(facade1, "error_link", DEFAULT_ERROR_LINK))
-        routes.extend(_mount("/v1", _json_route("/v1", facade1, errors1, limits.v1), "v1", errors1))
+        mount("/v1", _JsonEndpoint("/v1", facade1, errors1, limits.v1, pool, rates), "v1", errors1)
     if v2 is not False:
         facade2: JsonFacade = V2Api(engine, keys.api_keys) if v2 is True else v2
         errors2 = _Errors("error", None)
-        routes.extend(_mount("/v2", _json_route("/v2", facade2, errors2, limits.v2), "v2", errors2))
+        mount("/v2", _JsonEndpoint("/v2", facade2, errors2, limits.v2, pool, rates), "v2", errors2)
     if voice is not False:
         errors3 = _Errors("errors", None)
         if voice is True and importlib.util.find_spec("pocketsphinx") is None:
             hint = "the voice API needs the 'voice' extra: pip install 'learnloop[voice]'"
-            routes.extend(_mount("/api/v1", _unavailable(errors3, hint), "voice", errors3))
+            mount("/api/v1", request_response(_unavailable(errors3, hint)), "voice", errors3)
         else:
-            facade3: FormFacade = (
-                VoiceApi(api_keys=keys.api_keys, jwt_issuers=keys.jwt_issuers, key_expiry=keys.api_key_expiry)
-                if voice is True
-                else voice
+            voice_args = (
+                None if keys.api_keys is None else dict(keys.api_keys),
+                None if keys.jwt_issuers is None else dict(keys.jwt_issuers),
+                dict(keys.api_key_expiry),
             )
-            routes.extend(_mount("/api/v1", _voice_route("/api/v1", facade3, errors3, limits.voice), "voice", errors3))
-    return Starlette(routes=routes, lifespan=lifespan)
+            facade3: FormFacade = voice_facade(*voice_args) if voice is True else voice
+            slots = capacity.scoring or max(1, (os.cpu_count() or 1) - 1)
+            scoring = Pool(slots, capacity.scoring_waiting, "learnloop-scoring")
+            # the server's own façade scores in child processes (one per slot); a façade given here, in this one
+            processes = (
+                ScoringProcesses(slots, voice_facade, voice_args) if voice is True and capacity.processes else None
+            )
+            endpoint = _VoiceEndpoint("/api/v1", facade3, errors3, limits.voice, pool, scoring, rates, processes)
+            if processes is not None:
+                closers.append(processes.close)
+            mount("/api/v1", endpoint, "voice", errors3)
+    return _Learnloop(contracts, routes=routes, lifespan=_stopping(lifespan, closers))

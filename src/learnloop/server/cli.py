@@ -28,6 +28,7 @@ from learnloop import __version__
 from learnloop.engine import Engine
 from learnloop.server.app import create_app
 from learnloop.server.keys import Keys, KeysFileError
+from learnloop.server.throttle import Capacity
 from learnloop.sim import sample_course
 
 __all__ = ["Settings", "StoreUrlError", "create_app_from_env", "load_sample_course", "main", "open_engine"]
@@ -39,6 +40,7 @@ _ENV = {
     "no_auth": "LEARNLOOP_NO_AUTH",
     "seed": "LEARNLOOP_SEED",
     "voice": "LEARNLOOP_VOICE",
+    "threads": "LEARNLOOP_THREADS",
 }
 
 
@@ -167,6 +169,7 @@ class Settings:
     no_auth: bool = False
     seed: int | None = None
     voice: bool = True
+    threads: int = Capacity.threads
 
     def keys(self) -> Keys:
         """The credentials: read from ``keys_file``, or none at all with ``no_auth``."""
@@ -184,18 +187,22 @@ class Settings:
             env[_ENV["no_auth"]] = "1"
         if self.seed is not None:
             env[_ENV["seed"]] = str(self.seed)
+        if self.threads != Capacity.threads:
+            env[_ENV["threads"]] = str(self.threads)
         return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         seed = env.get(_ENV["seed"])
         keys = env.get(_ENV["keys"])
+        threads = env.get(_ENV["threads"])
         return cls(
             store=env.get(_ENV["store"], DEFAULT_STORE),
             keys_file=Path(keys) if keys else None,
             no_auth=env.get(_ENV["no_auth"]) == "1",
             seed=int(seed) if seed else None,
             voice=env.get(_ENV["voice"], "1") != "0",
+            threads=int(threads) if threads else Capacity.threads,
         )
 
 
@@ -207,7 +214,8 @@ def _app(settings: Settings, keys: Keys, engine: Engine) -> Starlette:
         finally:
             engine.close()
 
-    return create_app(engine, keys=keys, voice=settings.voice, lifespan=lifespan)
+    capacity = Capacity(threads=settings.threads)
+    return create_app(engine, keys=keys, voice=settings.voice, lifespan=lifespan, capacity=capacity)
 
 
 def create_app_from_env() -> Starlette:
@@ -216,7 +224,7 @@ def create_app_from_env() -> Starlette:
     The factory of the worker processes (``uvicorn --factory
     learnloop.server:create_app_from_env``): ``LEARNLOOP_STORE`` (a store URL),
     ``LEARNLOOP_KEYS`` (the path of a keys file) or ``LEARNLOOP_NO_AUTH=1``,
-    optionally ``LEARNLOOP_SEED`` and ``LEARNLOOP_VOICE=0``.
+    optionally ``LEARNLOOP_SEED``, ``LEARNLOOP_VOICE=0`` and ``LEARNLOOP_THREADS``.
     """
     settings = Settings.from_env(os.environ)
     keys = settings.keys()
@@ -261,6 +269,12 @@ def _serve_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8000, help="port to bind (default: %(default)s)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default: %(default)s)")
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=Capacity.threads,
+        help="façade calls each worker runs at once; more wait in a bounded queue (default: %(default)s)",
+    )
+    parser.add_argument(
         "--demo",
         action="store_true",
         help="load the sample course for every application that has no catalog yet (default: off)",
@@ -287,8 +301,15 @@ def serve(args: argparse.Namespace) -> int:
     """Run the server (blocks until it is stopped)."""
     if args.workers < 1:
         return _fail("--workers must be at least 1")
+    if args.threads < 1:
+        return _fail("--threads must be at least 1")
     settings = Settings(
-        store=args.store, keys_file=args.keys, no_auth=args.no_auth, seed=args.seed, voice=not args.no_voice
+        store=args.store,
+        keys_file=args.keys,
+        no_auth=args.no_auth,
+        seed=args.seed,
+        voice=not args.no_voice,
+        threads=args.threads,
     )
     if settings.store.lower().startswith("memory:") and args.workers > 1:
         return _fail("memory:// holds the state in one process; with several workers use sqlite:///path.db")

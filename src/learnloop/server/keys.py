@@ -13,6 +13,9 @@ The file (see ``docs/deploy.md``)::
     "issuer-1" = { public_key_file = "issuer-1.pem" }    # relative to this file
     "issuer-2" = { public_key = "-----BEGIN PUBLIC KEY-----\\n..." }
 
+    [rate_limits]              # optional: per key and per worker process; over it, 429 (v1, voice)
+    "k-77b1e0..." = { requests_per_second = 20, burst = 40, scoring_seconds_per_minute = 30 }
+
 Keys never come from the command line (they would show in the process list
 and the shell history).
 
@@ -22,7 +25,9 @@ and the shell history).
 >>> Keys.from_toml('[api_key]\\n"k-1" = "app-1"\\n')
 Traceback (most recent call last):
 ...
-learnloop.server.keys.KeysFileError: keys file: unknown table [api_key]; expected api_keys, api_key_expiry, jwt_issuers
+learnloop.server.keys.KeysFileError: keys file: unknown table [api_key]; expected api_keys, api_key_expiry, jwt_issuers, rate_limits
+>>> Keys.from_toml('[api_keys]\\n"k-1" = "app-1"\\n[rate_limits]\\n"k-1" = { requests_per_second = 5, burst = 10 }\\n').rate_limits
+{'k-1': RateLimit(requests_per_second=5.0, burst=10, scoring_seconds_per_minute=None)}
 """
 
 from __future__ import annotations
@@ -34,9 +39,12 @@ from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Keys", "KeysFileError"]
+from learnloop.server.throttle import RateLimit
 
-_TABLES = ("api_keys", "api_key_expiry", "jwt_issuers")
+__all__ = ["Keys", "KeysFileError", "RateLimit"]
+
+_TABLES = ("api_keys", "api_key_expiry", "jwt_issuers", "rate_limits")
+_RATE_FIELDS = ("requests_per_second", "burst", "scoring_seconds_per_minute")
 
 
 class KeysFileError(ValueError):
@@ -52,12 +60,14 @@ class Keys:
     ``api_key_expiry`` maps a key to the aware time from which v1 and the voice
     API answer 402 (Payment Required, as their contracts list it; v2's has no 402);
     ``jwt_issuers`` maps an issuer id to the RSA public key (PEM) that checks
-    its tokens on the voice API.
+    its tokens on the voice API; ``rate_limits`` maps a key to its rate (a key
+    without one has no rate limit).
     """
 
     api_keys: Mapping[str, str] | None = None
     api_key_expiry: Mapping[str, datetime] = field(default_factory=dict)
     jwt_issuers: Mapping[str, str] | None = None
+    rate_limits: Mapping[str, RateLimit] = field(default_factory=dict)
 
     @property
     def authenticated(self) -> bool:
@@ -95,11 +105,12 @@ class Keys:
         api_keys = _api_keys(tables["api_keys"], problems)
         expiry = _expiry(tables["api_key_expiry"], api_keys or {}, problems)
         issuers = _issuers(tables["jwt_issuers"], base or Path.cwd(), problems)
+        rates = _rates(tables["rate_limits"], api_keys or {}, problems)
         if not problems and api_keys is None and issuers is None:
             problems.append("no [api_keys] and no [jwt_issuers]: the file lets nobody in")
         if problems:
             raise KeysFileError(f"{source}: " + "; ".join(problems))
-        return cls(api_keys=api_keys, api_key_expiry=expiry, jwt_issuers=issuers)
+        return cls(api_keys=api_keys, api_key_expiry=expiry, jwt_issuers=issuers, rate_limits=rates)
 
 
 def _table(doc: Mapping[str, Any], name: str, problems: list[str]) -> dict[str, Any] | None:
@@ -138,6 +149,38 @@ def _expiry(table: dict[str, Any] | None, api_keys: Mapping[str, str], problems:
             out[key] = datetime.combine(when, time(), tzinfo=UTC)
         else:
             problems.append(f"[api_key_expiry]: entry number {number} must be a TOML date or date-time")
+    return out
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
+
+
+def _rates(table: dict[str, Any] | None, api_keys: Mapping[str, str], problems: list[str]) -> dict[str, RateLimit]:
+    out: dict[str, RateLimit] = {}
+    for number, (key, spec) in enumerate((table or {}).items(), start=1):
+        where = f"[rate_limits]: entry number {number}"  # the key is a secret: named by position
+        if key not in api_keys:
+            problems.append(f"{where} names a key that is not in [api_keys]")
+            continue
+        if not isinstance(spec, dict):
+            problems.append(f"{where} must be a table {{ requests_per_second = ..., burst = ... }}")
+            continue
+        unknown = sorted(set(spec) - set(_RATE_FIELDS))
+        if unknown:
+            problems.append(f"{where}: unknown field(s) {', '.join(unknown)}; expected {', '.join(_RATE_FIELDS)}")
+            continue
+        rate: Any = spec.get("requests_per_second")
+        burst: Any = spec.get("burst")
+        scoring: Any = spec.get("scoring_seconds_per_minute")
+        if not _positive(rate):
+            problems.append(f"{where}: requests_per_second must be a number above 0")
+        elif not (isinstance(burst, int) and not isinstance(burst, bool) and burst >= 1):
+            problems.append(f"{where}: burst must be an integer of at least 1")
+        elif scoring is not None and not _positive(scoring):
+            problems.append(f"{where}: scoring_seconds_per_minute must be a number above 0")
+        else:
+            out[key] = RateLimit(float(rate), burst, None if scoring is None else float(scoring))
     return out
 
 

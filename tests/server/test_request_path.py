@@ -1,0 +1,83 @@
+"""The direct route to a contract's endpoint: the same path, root and answers as through Starlette's router."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from httpserve import InProcess
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from learnloop import Engine
+from learnloop._http import ApiResponse
+from learnloop.server import create_app
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def handle(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
+        self.paths.append(path)
+        return ApiResponse(200, {"data": {}})
+
+
+@pytest.fixture
+def clients() -> Iterator[list[Any]]:
+    made: list[Any] = []
+    yield made
+    for client in made:
+        client.close()
+
+
+@pytest.mark.parametrize("mount", ["", "/learning", "/v2", "/v1"])
+def test_the_facade_gets_the_path_relative_to_where_the_application_is_mounted(mount: str, clients: list[Any]) -> None:
+    v1, v2 = Recorder(), Recorder()
+    app = create_app(Engine(), v1=v1, v2=v2, voice=False, page=False, docs=False)
+    outer = Starlette(routes=[Mount(mount, app=app)]) if mount else app
+    client = InProcess(outer)
+    clients.append(client)
+    assert client.request("POST", f"{mount}/v2/query-catalog-ids", json={}).status_code == 200
+    odd = "/v2/a%2Fb" + ("%0Ac" if not mount else "")  # (an outer Mount of Starlette's stops at a newline)
+    assert client.request("POST", mount + odd, json={}).status_code == 200
+    assert client.request("GET", f"{mount}/v1/assets?asset_ids=a").status_code == 200
+    assert client.request("GET", f"{mount}/v1").status_code == 200
+    assert client.request("POST", f"{mount}/v2/openapi.json").status_code == 200  # not a GET: the façade's
+    assert v2.paths == ["/v2/query-catalog-ids", odd, "/v2/openapi.json"]
+    assert v1.paths == ["/v1/assets", "/v1"]
+    document = client.request("GET", f"{mount}/v2/openapi.json")  # the document, served by the router
+    assert document.status_code == 200 and document.json()["servers"][0]["url"] == (mount or "/")
+    assert client.request("GET", f"{mount}/v2x/query").status_code == 404  # another path: not the contract's
+    assert v2.paths[-1] == "/v2/openapi.json"
+
+
+def test_the_servers_own_voice_facade_scores_in_a_child_process(clients: list[Any]) -> None:
+    from learnloop.server import Keys
+    from learnloop.voice import VoiceApi
+    from learnloop.voice.synthesis import synthesize
+
+    keys = Keys(api_keys={"k-1": "app-1"})
+    app = create_app(Engine(), keys=keys, v1=False, v2=False, page=False, docs=False)
+    client = InProcess(app)
+    clients.append(client)
+    form = {"target_phrase": "good morning", "dialect": "en-us", "user_id": "u1"}
+    audio = synthesize("good morning")
+    over_http = client.request(
+        "POST", "/api/v1/score", data=form, files={"audio": ("a.wav", audio)}, headers={"X-API-KEY": "k-1"}
+    )
+    endpoint = app.contracts[-1][1].app  # type: ignore[attr-defined]
+    try:
+        assert endpoint.processes is not None and endpoint.processes._executor is not None  # a child scored it
+        assert over_http.status_code == 200, over_http.text
+        here = VoiceApi(api_keys={"k-1": "app-1"}).handle(
+            "POST", "/api/v1/score", form=form, files={"audio": audio}, headers={"X-API-KEY": "k-1"}
+        )
+        assert over_http.json() == here.body  # the same answer as in this process
+        wrong = client.request(
+            "POST", "/api/v1/score", data=form, files={"audio": ("a.wav", audio)}, headers={"X-API-KEY": "no"}
+        )
+        assert wrong.status_code == 401  # the child's façade has the keys
+    finally:
+        endpoint.processes.close()
