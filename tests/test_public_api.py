@@ -41,10 +41,12 @@ EXPECTED = {
     ],
     "learnloop.server": [
         "BodyLimits",
+        "Capacity",
         "FormFacade",
         "JsonFacade",
         "Keys",
         "KeysFileError",
+        "RateLimit",
         "Settings",
         "StoreUrlError",
         "create_app",

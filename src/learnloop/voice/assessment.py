@@ -19,22 +19,19 @@ its weights file ``assessment.npz``:
 - **said as** (:mod:`learnloop.voice.saidas`): what a phone in the retry band was said
   as, the ``sounds_like`` of the API.
 
-A model file may instead hold the per-phone network (**phone**: one hidden tanh layer
-over :func:`phone_features`), a linear **word** stage over :func:`word_features` and a
-linear **utterance** stage over :func:`utterance_features`, the model shipped before.
+A model file may instead hold the model shipped before: a per-phone network over
+:func:`phone_features`, linear word and utterance stages (:func:`word_features`, :func:`utterance_features`).
 
-Audio that holds no speech (a tone, hum, noise: :mod:`learnloop.voice.speech`) is
-judged before any stage: nothing was said, and every prediction and score is 0.
+Audio without speech (a tone, hum, noise: :mod:`learnloop.voice.speech`) is judged first: nothing said, every score 0.
 
 Predictions become 0-100 scores by a monotone piecewise-linear map whose knots
-place the spec's bands on the experts' scale (see :class:`Bands`).
-Everything here is numpy; :func:`fit_network` alone needs scipy (imported when called).
+place the spec's bands on the experts' scale (see :class:`Bands`). Everything here is
+numpy; the small models and their fits are in :mod:`learnloop.voice.learned`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -47,6 +44,7 @@ import numpy as np
 from learnloop.voice.calibration import CALIBRATION, Calibration
 from learnloop.voice.evidence import Evidence
 from learnloop.voice.gop import SCORING_PHONES, PhoneGop
+from learnloop.voice.learned import Linear, Network, fit_linear, fit_logistic, fit_network, sigmoid
 from learnloop.voice.phonemes import PHONES, VOWELS
 from learnloop.voice.saidas import SaidAs
 from learnloop.voice.sequence import SequenceModel
@@ -285,139 +283,6 @@ def utterance_features(ev: Evidence, phone_pred: np.ndarray, word_pred: np.ndarr
     return np.array([row], dtype=np.float64)
 
 
-# -- models ------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class Linear:
-    """``y = b + w . (x - mean) / sd``."""
-
-    mean: np.ndarray
-    sd: np.ndarray
-    weights: np.ndarray
-    bias: float
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        return ((x - self.mean) / self.sd) @ self.weights + self.bias  # type: ignore[no-any-return]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mean": _list(self.mean), "sd": _list(self.sd), "weights": _list(self.weights), "bias": self.bias}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Linear:
-        return cls(_array(d["mean"]), _array(d["sd"]), _array(d["weights"]), float(d["bias"]))
-
-
-@dataclass(frozen=True, eq=False)
-class Network:
-    """``y = b2 + w2 . tanh(W1 (x - mean) / sd + b1)``: one hidden layer."""
-
-    mean: np.ndarray
-    sd: np.ndarray
-    w1: np.ndarray
-    b1: np.ndarray
-    w2: np.ndarray
-    b2: float
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        return np.tanh(((x - self.mean) / self.sd) @ self.w1 + self.b1) @ self.w2 + self.b2  # type: ignore[no-any-return]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mean": _list(self.mean),
-            "sd": _list(self.sd),
-            "w1": _list(self.w1),
-            "b1": _list(self.b1),
-            "w2": _list(self.w2),
-            "b2": self.b2,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Network:
-        return cls(
-            _array(d["mean"]), _array(d["sd"]), _array(d["w1"]), _array(d["b1"]), _array(d["w2"]), float(d["b2"])
-        )
-
-
-def _list(a: np.ndarray) -> Any:
-    return np.asarray(a, dtype=np.float64).round(6).tolist()
-
-
-def _array(v: Any) -> np.ndarray:
-    out = np.asarray(v, dtype=np.float64)
-    out.setflags(write=False)
-    return out
-
-
-def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mean = x.mean(axis=0)
-    sd = x.std(axis=0)
-    return mean, np.where(sd > 1e-9, sd, 1.0)
-
-
-def fit_linear(x: np.ndarray, y: np.ndarray, *, ridge: float = 1.0) -> Linear:
-    """Ridge regression on standardised columns (the bias is not penalised)."""
-    mean, sd = _standardise(x)
-    z = (x - mean) / sd
-    a = z.T @ z + ridge * np.eye(z.shape[1])
-    weights = np.linalg.solve(a, z.T @ (y - y.mean()))
-    return Linear(mean, sd, weights, float(y.mean()))
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, *, ridge: float = 1.0, iterations: int = 50) -> Linear:
-    """Logistic regression (Newton steps, ``ridge`` on the standardised weights): a
-    :class:`Linear` giving the log-odds of ``y`` = 1."""
-    mean, sd = _standardise(x)
-    z = np.column_stack([np.ones(len(x)), (x - mean) / sd])
-    w = np.zeros(z.shape[1])
-    penalty = ridge * np.eye(z.shape[1])
-    penalty[0, 0] = 0.0
-    for _ in range(iterations):
-        p = _sigmoid(z @ w)
-        grad = z.T @ (p - y) + penalty @ w
-        hess = (z * (p * (1 - p))[:, None]).T @ z + penalty
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.max(np.abs(step)) < 1e-8:
-            break
-    return Linear(mean, sd, w[1:], float(w[0]))
-
-
-def _sigmoid(v: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(v, -50.0, 50.0)))  # type: ignore[no-any-return]
-
-
-def fit_network(
-    x: np.ndarray, y: np.ndarray, *, hidden: int = 16, l2: float = 1e-3, iterations: int = 300, seed: int = 0
-) -> Network:
-    """Squared error plus ``l2`` times the squared weights, minimised by L-BFGS."""
-    from scipy.optimize import minimize
-
-    mean, sd = _standardise(x)
-    z = (x - mean) / sd
-    n, p = z.shape
-    rng = np.random.default_rng(seed)
-    cut = (p * hidden, p * hidden + hidden, p * hidden + 2 * hidden)
-
-    def unpack(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        return theta[: cut[0]].reshape(p, hidden), theta[cut[0] : cut[1]], theta[cut[1] : cut[2]], float(theta[-1])
-
-    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        w1, b1, w2, b2 = unpack(theta)
-        h = np.tanh(z @ w1 + b1)
-        err = h @ w2 + b2 - y
-        value = float(np.mean(err**2) + l2 * (np.sum(w1**2) + np.sum(w2**2)))
-        g = 2.0 * err / n
-        gh = np.outer(g, w2) * (1.0 - h**2)
-        grad = np.concatenate([(z.T @ gh + 2 * l2 * w1).ravel(), gh.sum(0), h.T @ g + 2 * l2 * w2, [g.sum()]])
-        return value, grad
-
-    start = np.concatenate(
-        [rng.normal(0.0, p**-0.5, p * hidden), np.zeros(hidden), rng.normal(0.0, hidden**-0.5, hidden), [y.mean()]]
-    )
-    found = minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": iterations})
-    w1, b1, w2, b2 = unpack(found.x)
-    return Network(mean, sd, w1, b1, w2, b2)
-
-
 @dataclass(frozen=True)
 class Bands:
     """Where the spec's band edges (60, 80, 90) fall on the experts' scale, per level.
@@ -457,11 +322,8 @@ class Judgement:
 class Assessor:
     """The stages and the bands (see the module's docstring). ``said_as_model`` is the learned
     choice of what a phone was said as (:mod:`learnloop.voice.saidas`); without it, the
-    plausible competitor that fits best.
-
-    With ``sequence`` (the shipped model), the phone, word and utterance predictions come from
-    the sequence model (:mod:`learnloop.voice.sequence`), and ``phone``, ``word`` and
-    ``utterance`` are not used (they may be None); without it, from those three stages.
+    plausible competitor that fits best. With ``sequence`` (the shipped model) the predictions
+    come from the sequence model and ``phone``, ``word``, ``utterance`` may be None.
     """
 
     phone: Network | None
@@ -506,7 +368,7 @@ class Assessor:
         if self.speech_gate and not heard(ev):
             return _unheard(ev)
         phone_acc, word_acc, total = self.predictions(ev)
-        said = _sigmoid(self.said(self.said_inputs(ev, phone_acc, word_acc, total)))
+        said = sigmoid(self.said(self.said_inputs(ev, phone_acc, word_acc, total)))
         aligned = np.zeros(len(ev.pronunciations), dtype=bool)
         aligned[[g.word for g in ev.gops]] = True
         said = np.where(aligned, said, 0.0)  # a word with no aligned phone was not heard
@@ -636,8 +498,3 @@ def _unheard(ev: Evidence) -> Judgement:
         0,
         heard=False,
     )
-
-
-def stack(rows: Sequence[np.ndarray]) -> np.ndarray:
-    """Row blocks of several utterances as one matrix."""
-    return np.concatenate([r for r in rows if len(r)], axis=0)
