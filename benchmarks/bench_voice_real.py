@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -57,7 +58,6 @@ PUBLISHED = [
     # (system, phone PCC, word accuracy PCC, utterance total PCC)
     ("Kaldi GOP baseline (Zhang et al. 2021)", 0.45, None, None),
     ("GOPT (Gong et al. 2022)", 0.612, 0.549, 0.742),
-    ("HiPAMA (Do et al. 2023)", 0.62, 0.59, 0.754),
     ("OpenPronounce, training-free", None, None, 0.633),
 ]
 
@@ -208,7 +208,7 @@ def main() -> None:
         rtf_only(args.root, args.rtf_only, args.rtf)
         return
     labels = _so762.load_labels(args.root)
-    model = default_assessor() if args.model is None else Assessor.load(args.model)
+    model = default_assessor() if args.model is None else Assessor.from_dict(json.loads(args.model.read_text()))
     if args.no_speech_check:
         model = dataclasses.replace(model, speech_gate=False)
     corpus_protocol(args.root, model, labels)

@@ -101,13 +101,11 @@ def test_the_api_reports_audio_without_speech_as_nothing_said(scorer: Pronunciat
 
 
 def test_without_the_check_the_same_audio_scores_as_speech(scorer: PronunciationScorer) -> None:
-    """The check is what lowers these scores to nothing: the scoring model alone calls the phones of
-    a constant signal good speech (measured: phone scores 83-91, overall 40)."""
+    """The check is what lowers these scores: the scoring model alone calls the audio good speech."""
     ungated = dataclasses.replace(default_assessor(), speech_gate=False)
     ev = scorer.evidence(wav(np.full(3 * SR, 32767.0)), "hello world")
     assert not heard(ev)
-    alone = ungated.judge(ev)
-    assert np.mean(alone.phone_scores >= 60) > 0.5 and alone.overall_score > 0
+    assert ungated.judge(ev).overall_score >= 60
     assert default_assessor().judge(ev).overall_score == 0
 
 

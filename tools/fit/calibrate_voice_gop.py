@@ -39,7 +39,7 @@ from bench_voice_gop import (
 from learnloop.voice.calibration import fit_calibration
 from learnloop.voice.gop import PhoneGop
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "learnloop" / "voice" / "calibration.json"
+OUT = Path(__file__).resolve().parents[2] / "src" / "learnloop" / "voice" / "calibration.json"
 FOLDS = 5
 
 

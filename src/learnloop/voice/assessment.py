@@ -1,53 +1,48 @@
 """The scoring model: acoustic evidence in, expert-scale judgements out.
 
 Learned from speechocean762's expert labels (Zhang et al., 2021, CC BY 4.0; train
-split only) by ``tools/fit/fit_voice_real.py`` and shipped as ``assessment.json`` with
-its weights file ``assessment.npz``:
+split only) by ``tools/fit/fit_voice_real.py`` and shipped as ``assessment.json``.
+Three stages, each fed by the one before:
 
-- **sequence model** (:mod:`learnloop.voice.sequence`): a small transformer over every
-  phone of the utterance predicts the experts' phone accuracy (0-2: 2 correct, 1 heavy
-  accent, 0 wrong or missed), each word's accuracy (0-10) if it was said and the total
-  (0-10), from one model; it also learns from labelled espeak-ng words said right and
-  with one phone substituted or deleted;
-- **said**: a logistic model over the word's features (:func:`said_features`) gives the
-  probability that the word was said at all. The experts score a missed word 0, so a
-  word's accuracy is that probability times the prediction for a said word, and the
-  total is scaled by the expected share of words said. Phones keep the model's
-  judgement of the sound. ``is_matched`` is this probability at ``matched_above`` or
-  more (chosen so that 4 % of the words the experts rate 8-10 fall below it on the
-  train folds);
-- **said as** (:mod:`learnloop.voice.saidas`): what a phone in the retry band was said
-  as, the ``sounds_like`` of the API.
+- **phone**: a one-hidden-layer network (tanh) over the evidence of a phone and its
+  surroundings (:func:`phone_features`) predicts the experts' phone accuracy on
+  their 0-2 scale (2 correct, 1 heavy accent, 0 wrong or missed); it also learns
+  from labelled espeak-ng words said right and with one phone substituted;
+- **word**: a linear model over the word's phone predictions and its own evidence
+  (:func:`word_features`) predicts the word accuracy (0-10);
+- **utterance**: a linear model over the phrase's phone and word predictions and
+  its timing (:func:`utterance_features`) predicts the total score (0-10);
+- **said**: a logistic model over the word features gives the probability that the
+  word was said at all. The experts score a missed word 0, so a word's accuracy is
+  that probability times the prediction for a said word, and the total is scaled
+  by the expected share of words said. Phones keep the network's judgement of the
+  sound (scaling them as well cost 0.04 of phone PCC on the train folds).
+  ``is_matched`` is this probability at ``matched_above`` or more (chosen so that
+  3 % of the words the experts rate 8-10 fall below it on the train folds).
 
-A model file may instead hold the model shipped before: a per-phone network over
-:func:`phone_features`, linear word and utterance stages (:func:`word_features`, :func:`utterance_features`).
-
-Audio without speech (a tone, hum, noise: :mod:`learnloop.voice.speech`) is judged first: nothing said, every score 0.
+Audio that holds no speech (a tone, hum, noise: :mod:`learnloop.voice.speech`) is
+judged before any stage: nothing was said, and every prediction and score is 0.
 
 Predictions become 0-100 scores by a monotone piecewise-linear map whose knots
-place the spec's bands on the experts' scale (see :class:`Bands`). Everything here is
-numpy; the small models and their fits are in :mod:`learnloop.voice.learned`.
+place the spec's bands on the experts' scale (see :class:`Bands`).
+Everything here is numpy; :func:`fit_network` alone needs scipy (imported when called).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from importlib.resources.abc import Traversable
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
 from learnloop.voice.calibration import CALIBRATION, Calibration
 from learnloop.voice.evidence import Evidence
-from learnloop.voice.gop import SCORING_PHONES, PhoneGop
-from learnloop.voice.learned import Linear, Network, fit_linear, fit_logistic, fit_network, sigmoid
+from learnloop.voice.gop import SCORING_PHONES
 from learnloop.voice.phonemes import PHONES, VOWELS
-from learnloop.voice.saidas import SaidAs
-from learnloop.voice.sequence import SequenceModel
 from learnloop.voice.speech import heard
 
 __all__ = [
@@ -56,15 +51,11 @@ __all__ = [
     "Judgement",
     "Linear",
     "Network",
-    "RETRY_BELOW",
     "default_assessor",
     "fit_linear",
     "fit_logistic",
     "fit_network",
     "phone_features",
-    "said_features",
-    "sequence_features",
-    "utterance_timing",
     "utterance_features",
     "word_features",
 ]
@@ -73,8 +64,6 @@ _ROW: Final = {p: i for i, p in enumerate(PHONES)}
 _LLR_CLIP: Final = 10.0
 _MATCH_CLIP: Final = -10.0
 _PAUSE_FRAMES: Final = 30  # 300 ms: a long pause between words
-RETRY_BELOW: Final = 60
-"""The spec's "retry" band: a phone scored below this is named by what it sounds like."""
 
 
 def _zs(ev: Evidence, calibration: Calibration) -> np.ndarray:
@@ -127,65 +116,6 @@ def phone_features(ev: Evidence, calibration: Calibration = CALIBRATION) -> np.n
     return np.column_stack([*columns, llr, identity])
 
 
-#: phone-level columns :func:`sequence_features` adds to :func:`phone_features`
-SEQUENCE_EXTRA: Final = 6
-
-
-def sequence_features(ev: Evidence, calibration: Calibration = CALIBRATION) -> np.ndarray:
-    """One row per aligned phone: :func:`phone_features` and its place
-    in the utterance (relative position, word number), the pauses before and after its word
-    (log frames, on the word's first and last phone), and the utterance's length."""
-    base = phone_features(ev, calibration)
-    n = len(ev.gops)
-    if n == 0:
-        return np.zeros((0, base.shape[1] + SEQUENCE_EXTRA))
-    word = np.array([g.word for g in ev.gops])
-    start = np.array([g.start for g in ev.gops])
-    end = np.array([g.end for g in ev.gops])
-    gap_before = np.zeros(n)
-    gap_after = np.zeros(n)
-    new_word = np.r_[True, word[1:] != word[:-1]]
-    last_of_word = np.r_[word[:-1] != word[1:], True]
-    gap_before[1:] = np.where(new_word[1:], np.log1p(np.maximum(start[1:] - end[:-1], 0)), 0.0)
-    gap_after[:-1] = np.where(last_of_word[:-1], np.log1p(np.maximum(start[1:] - end[:-1], 0)), 0.0)
-    n_words = max(len(ev.pronunciations), 1)
-    extra = np.column_stack(
-        [
-            np.arange(n) / max(n - 1, 1),
-            word / max(n_words - 1, 1),
-            gap_before,
-            gap_after,
-            np.full(n, np.log(n)),
-            np.full(n, np.log(n_words)),
-        ]
-    )
-    return np.column_stack([base, extra])
-
-
-def utterance_timing(ev: Evidence) -> np.ndarray:
-    """The utterance's timing and word fit: speech rate, long pauses per word, pause share,
-    speech share, log words, mean word match and the share of words that match badly."""
-    spans: dict[int, tuple[int, int]] = {}
-    for g in ev.gops:
-        s = spans.get(g.word)
-        spans[g.word] = (g.start, g.end) if s is None else (s[0], g.end)
-    ordered = [spans[w] for w in sorted(spans)]
-    gaps = [b[0] - a[1] for a, b in zip(ordered, ordered[1:])]
-    n_words = max(len(ev.pronunciations), 1)
-    match = np.maximum(np.array(ev.word_match, dtype=np.float64), _MATCH_CLIP)
-    return np.array(
-        [
-            100.0 * len(ev.gops) / max(ev.speech_frames, 1),
-            sum(1 for g in gaps if g >= _PAUSE_FRAMES) / n_words,
-            float(sum(gaps)) / max(ev.speech_frames, 1),
-            ev.speech_frames / max(ev.n_frames, 1),
-            float(np.log(n_words)),
-            float(match.mean()) if len(match) else 0.0,
-            float(np.mean(match < -2.0)) if len(match) else 0.0,
-        ]
-    )
-
-
 def _word_spans(ev: Evidence) -> list[tuple[int, int] | None]:
     spans: list[tuple[int, int] | None] = [None] * len(ev.pronunciations)
     for g in ev.gops:
@@ -218,47 +148,6 @@ def word_features(ev: Evidence, phone_pred: np.ndarray) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(n_words, 6)
 
 
-SAID_EXTRA: Final = 8
-
-
-def said_features(
-    ev: Evidence,
-    phone_pred: np.ndarray,
-    word_pred: np.ndarray,
-    total_pred: float,
-    calibration: Calibration = CALIBRATION,
-) -> np.ndarray:
-    """:func:`word_features` and eight more numbers, for the *said* stage of a sequence model
-    (whose phone predictions read the whole utterance): the mean and lowest calibrated GOP of
-    the word's phones, their mean raw GOP, the share of them at the 3-frame minimum, their
-    lowest ratio against silence (clipped), their mean own fit per frame, and the sequence
-    model's predictions of the word's accuracy and of the total, as if said."""
-    base = word_features(ev, phone_pred)
-    extra = np.zeros((len(ev.pronunciations), SAID_EXTRA))
-    if ev.gops:
-        word = np.array([g.word for g in ev.gops])
-        z = np.clip(_zs(ev, calibration), -_LLR_CLIP, _LLR_CLIP)
-        gop = np.array([g.gop for g in ev.gops])
-        frames = np.array([max(1, g.end - g.start) for g in ev.gops], dtype=np.float64)
-        silence = np.clip([g.llr[-1] for g in ev.gops], -_LLR_CLIP, _LLR_CLIP)
-        own = np.array([g.loglik for g in ev.gops]) / frames
-        for w in np.unique(word):
-            mine = word == w
-            extra[w] = [
-                z[mine].mean(),
-                z[mine].min(),
-                gop[mine].mean(),
-                np.mean(frames[mine] <= 3),
-                silence[mine].min(),
-                own[mine].mean(),
-                0.0,
-                0.0,
-            ]
-    extra[:, -2] = word_pred
-    extra[:, -1] = total_pred
-    return np.column_stack([base, extra])
-
-
 def utterance_features(ev: Evidence, phone_pred: np.ndarray, word_pred: np.ndarray) -> np.ndarray:
     """One row: the phrase's phone and word predictions, how many words its phones explain,
     and its timing (speech rate, long pauses between words, speech share)."""
@@ -281,6 +170,139 @@ def utterance_features(ev: Evidence, phone_pred: np.ndarray, word_pred: np.ndarr
         float(np.log(n_words)),
     ]
     return np.array([row], dtype=np.float64)
+
+
+# -- models ------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Linear:
+    """``y = b + w . (x - mean) / sd``."""
+
+    mean: np.ndarray
+    sd: np.ndarray
+    weights: np.ndarray
+    bias: float
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return ((x - self.mean) / self.sd) @ self.weights + self.bias  # type: ignore[no-any-return]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mean": _list(self.mean), "sd": _list(self.sd), "weights": _list(self.weights), "bias": self.bias}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Linear:
+        return cls(_array(d["mean"]), _array(d["sd"]), _array(d["weights"]), float(d["bias"]))
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """``y = b2 + w2 . tanh(W1 (x - mean) / sd + b1)``: one hidden layer."""
+
+    mean: np.ndarray
+    sd: np.ndarray
+    w1: np.ndarray
+    b1: np.ndarray
+    w2: np.ndarray
+    b2: float
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return np.tanh(((x - self.mean) / self.sd) @ self.w1 + self.b1) @ self.w2 + self.b2  # type: ignore[no-any-return]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mean": _list(self.mean),
+            "sd": _list(self.sd),
+            "w1": _list(self.w1),
+            "b1": _list(self.b1),
+            "w2": _list(self.w2),
+            "b2": self.b2,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Network:
+        return cls(
+            _array(d["mean"]), _array(d["sd"]), _array(d["w1"]), _array(d["b1"]), _array(d["w2"]), float(d["b2"])
+        )
+
+
+def _list(a: np.ndarray) -> Any:
+    return np.asarray(a, dtype=np.float64).round(6).tolist()
+
+
+def _array(v: Any) -> np.ndarray:
+    out = np.asarray(v, dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
+def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = x.mean(axis=0)
+    sd = x.std(axis=0)
+    return mean, np.where(sd > 1e-9, sd, 1.0)
+
+
+def fit_linear(x: np.ndarray, y: np.ndarray, *, ridge: float = 1.0) -> Linear:
+    """Ridge regression on standardised columns (the bias is not penalised)."""
+    mean, sd = _standardise(x)
+    z = (x - mean) / sd
+    a = z.T @ z + ridge * np.eye(z.shape[1])
+    weights = np.linalg.solve(a, z.T @ (y - y.mean()))
+    return Linear(mean, sd, weights, float(y.mean()))
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, *, ridge: float = 1.0, iterations: int = 50) -> Linear:
+    """Logistic regression (Newton steps, ``ridge`` on the standardised weights): a
+    :class:`Linear` giving the log-odds of ``y`` = 1."""
+    mean, sd = _standardise(x)
+    z = np.column_stack([np.ones(len(x)), (x - mean) / sd])
+    w = np.zeros(z.shape[1])
+    penalty = ridge * np.eye(z.shape[1])
+    penalty[0, 0] = 0.0
+    for _ in range(iterations):
+        p = _sigmoid(z @ w)
+        grad = z.T @ (p - y) + penalty @ w
+        hess = (z * (p * (1 - p))[:, None]).T @ z + penalty
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return Linear(mean, sd, w[1:], float(w[0]))
+
+
+def _sigmoid(v: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(v, -50.0, 50.0)))  # type: ignore[no-any-return]
+
+
+def fit_network(
+    x: np.ndarray, y: np.ndarray, *, hidden: int = 16, l2: float = 1e-3, iterations: int = 300, seed: int = 0
+) -> Network:
+    """Squared error plus ``l2`` times the squared weights, minimised by L-BFGS."""
+    from scipy.optimize import minimize
+
+    mean, sd = _standardise(x)
+    z = (x - mean) / sd
+    n, p = z.shape
+    rng = np.random.default_rng(seed)
+    cut = (p * hidden, p * hidden + hidden, p * hidden + 2 * hidden)
+
+    def unpack(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        return theta[: cut[0]].reshape(p, hidden), theta[cut[0] : cut[1]], theta[cut[1] : cut[2]], float(theta[-1])
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w1, b1, w2, b2 = unpack(theta)
+        h = np.tanh(z @ w1 + b1)
+        err = h @ w2 + b2 - y
+        value = float(np.mean(err**2) + l2 * (np.sum(w1**2) + np.sum(w2**2)))
+        g = 2.0 * err / n
+        gh = np.outer(g, w2) * (1.0 - h**2)
+        grad = np.concatenate([(z.T @ gh + 2 * l2 * w1).ravel(), gh.sum(0), h.T @ g + 2 * l2 * w2, [g.sum()]])
+        return value, grad
+
+    start = np.concatenate(
+        [rng.normal(0.0, p**-0.5, p * hidden), np.zeros(hidden), rng.normal(0.0, hidden**-0.5, hidden), [y.mean()]]
+    )
+    found = minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": iterations})
+    w1, b1, w2, b2 = unpack(found.x)
+    return Network(mean, sd, w1, b1, w2, b2)
 
 
 @dataclass(frozen=True)
@@ -320,58 +342,32 @@ class Judgement:
 
 @dataclass(frozen=True, eq=False)
 class Assessor:
-    """The stages and the bands (see the module's docstring). ``said_as_model`` is the learned
-    choice of what a phone was said as (:mod:`learnloop.voice.saidas`); without it, the
-    plausible competitor that fits best. With ``sequence`` (the shipped model) the predictions
-    come from the sequence model and ``phone``, ``word``, ``utterance`` may be None.
-    """
+    """The three stages and the bands (see the module's docstring)."""
 
-    phone: Network | None
-    word: Linear | None
-    utterance: Linear | None
+    phone: Network
+    word: Linear
+    utterance: Linear
     bands: Bands
     said: Linear
     matched_above: float = 0.5  # is_matched: the probability that the word was said is at least this
     calibration: Calibration = CALIBRATION
     speech_gate: bool = True  # judge audio that holds no speech as nothing said (False: score it anyway)
-    said_as_model: SaidAs | None = None
-    sequence: SequenceModel | None = None
-
-    def predictions(self, ev: Evidence) -> tuple[np.ndarray, np.ndarray, float]:
-        """Phone accuracies (0-2), word accuracies if said (0-10) and the total (0-10) before the
-        *said* stage: from the sequence model, or from the phone, word and utterance stages."""
-        if self.sequence is not None:
-            word = np.array([g.word for g in ev.gops], dtype=np.intp)
-            phone, words, total = self.sequence(
-                sequence_features(ev, self.calibration), word, utterance_timing(ev), len(ev.pronunciations)
-            )
-            return np.clip(phone, 0.0, 2.0), np.clip(words, 0.0, 10.0), float(np.clip(total, 0.0, 10.0))
-        if self.phone is None or self.word is None or self.utterance is None:
-            raise ValueError("an assessor needs a sequence model or its phone, word and utterance stages")
-        if ev.gops:
-            phone_acc = np.clip(self.phone(phone_features(ev, self.calibration)), 0.0, 2.0)
-        else:
-            phone_acc = np.zeros(0)
-        word_acc = np.clip(self.word(word_features(ev, phone_acc)), 0.0, 10.0)
-        total = float(np.clip(self.utterance(utterance_features(ev, phone_acc, word_acc))[0], 0.0, 10.0))
-        return phone_acc, word_acc, total
-
-    def said_inputs(self, ev: Evidence, phone_acc: np.ndarray, word_acc: np.ndarray, total: float) -> np.ndarray:
-        """The *said* stage's inputs: :func:`said_features` when the stage was fitted on them (the
-        sequence model's), else :func:`word_features`."""
-        if len(self.said.mean) == 6 + SAID_EXTRA:
-            return said_features(ev, phone_acc, word_acc, total, self.calibration)
-        return word_features(ev, phone_acc)
 
     def judge(self, ev: Evidence) -> Judgement:
         """The judgements of one utterance (see the module's docstring)."""
         if self.speech_gate and not heard(ev):
             return _unheard(ev)
-        phone_acc, word_acc, total = self.predictions(ev)
-        said = sigmoid(self.said(self.said_inputs(ev, phone_acc, word_acc, total)))
+        if ev.gops:
+            phone_acc = np.clip(self.phone(phone_features(ev, self.calibration)), 0.0, 2.0)
+        else:
+            phone_acc = np.zeros(0)
+        features = word_features(ev, phone_acc)
+        word_acc = np.clip(self.word(features), 0.0, 10.0)
+        said = _sigmoid(self.said(features))
         aligned = np.zeros(len(ev.pronunciations), dtype=bool)
         aligned[[g.word for g in ev.gops]] = True
         said = np.where(aligned, said, 0.0)  # a word with no aligned phone was not heard
+        total = float(np.clip(self.utterance(utterance_features(ev, phone_acc, word_acc))[0], 0.0, 10.0))
         total = total * float(said.mean()) if ev.gops else 0.0
         word_acc = said * word_acc
         return Judgement(
@@ -384,98 +380,40 @@ class Assessor:
             int(Bands.ten_point_score(np.array([total]))[0]),
         )
 
-    def said_as(self, ev: Evidence, *, first_language: str | None = None) -> tuple[str, ...]:
-        """Per aligned phone (``ev.gops`` order), the phone other than the target that it was most
-        likely said as (``#``: nothing was said), whatever its score: the learned choice
-        (``first_language``, one of :data:`~learnloop.voice.confusions.FIRST_LANGUAGES`, brings in
-        that language's patterns) or, without one, the plausible competitor that fits best."""
-        return tuple(self._other(g, first_language) for g in ev.gops)
-
-    def _other(self, g: PhoneGop, first_language: str | None) -> str:
-        if self.said_as_model is None:
-            return self.calibration.best_substitute(g.phone, g.llr)
-        return self.said_as_model.other(g.phone, g.llr, g.end - g.start, first_language, self.calibration)
-
-    def sounds_like(self, ev: Evidence, judgement: Judgement, *, first_language: str | None = None) -> tuple[str, ...]:
-        """Per aligned phone (``ev.gops`` order), the phone it sounds like: itself when it scores
-        :data:`RETRY_BELOW` or more, ``#`` when nothing was heard, else :meth:`said_as`."""
-        if not judgement.heard:
-            return tuple("#" for _ in ev.gops)  # the audio holds no speech: no phoneme was detected
-        return tuple(
-            g.phone if value >= RETRY_BELOW else self._other(g, first_language)
-            for g, value in zip(ev.gops, judgement.phone_scores, strict=True)
-        )
-
-    def to_dict(self, sequence_file: str | None = None) -> dict[str, Any]:
-        """The model as JSON values; a sequence model is named by ``sequence_file``, the file
-        holding its weights, and their SHA-256 (:meth:`save` writes both)."""
-        out: dict[str, Any] = {
+    def to_dict(self) -> dict[str, Any]:
+        return {
             "source": "fitted on the speechocean762 train split (Zhang et al., 2021; CC BY 4.0)",
             "phone_features": 15 + len(SCORING_PHONES) + len(PHONES),
             "phones": list(PHONES),
             "candidates": list(SCORING_PHONES),
+            "phone": self.phone.to_dict(),
+            "word": self.word.to_dict(),
+            "utterance": self.utterance.to_dict(),
             "bands": {"phone": list(self.bands.phone)},
             "said": self.said.to_dict(),
             "matched_above": round(self.matched_above, 4),
         }
-        for name, stage in (("phone", self.phone), ("word", self.word), ("utterance", self.utterance)):
-            if stage is not None:
-                out[name] = stage.to_dict()
-        if self.sequence is not None:
-            if sequence_file is None:
-                raise ValueError("a sequence model is saved with its weights file: use save()")
-            out["sequence"] = {"file": sequence_file, "sha256": self.sequence.sha256()}
-        if self.said_as_model is not None:
-            out["said_as"] = self.said_as_model.to_dict()
-        return out
 
     @classmethod
-    def from_dict(
-        cls, d: dict[str, Any], calibration: Calibration = CALIBRATION, files: Traversable | Path | None = None
-    ) -> Assessor:
-        """The model of :meth:`to_dict`. A sequence model's weights are read from the file it names
-        in ``files`` (a directory; by default the package's own) and refused unless their SHA-256
-        is the one recorded."""
+    def from_dict(cls, d: dict[str, Any], calibration: Calibration = CALIBRATION) -> Assessor:
         if d.get("phones") != list(PHONES) or d.get("candidates") != list(SCORING_PHONES):
             raise ValueError("assessment model does not match the phone set")
-        phone = Network.from_dict(d["phone"]) if "phone" in d else None
-        if phone is not None and phone.w1.shape[0] != d.get("phone_features"):
+        phone = Network.from_dict(d["phone"])
+        if phone.w1.shape[0] != d.get("phone_features"):
             raise ValueError("assessment model does not match the phone features")
         knots = tuple(float(v) for v in d["bands"]["phone"])
         if len(knots) != 3 or not 0.0 < knots[0] < knots[1] < knots[2] < 2.0:
             raise ValueError(f"phone band knots must rise within (0, 2), not {knots}")
-        word = Linear.from_dict(d["word"]) if "word" in d else None
-        utterance = Linear.from_dict(d["utterance"]) if "utterance" in d else None
+        word, utterance = Linear.from_dict(d["word"]), Linear.from_dict(d["utterance"])
         said = Linear.from_dict(d["said"])
         matched_above = float(d["matched_above"])
         if not 0.0 < matched_above < 1.0:
             raise ValueError(f"matched_above must lie in (0, 1), not {matched_above}")
-        sequence = None
-        if "sequence" in d:
-            where = resources.files("learnloop.voice") if files is None else files
-            data = where.joinpath(d["sequence"]["file"]).read_bytes()
-            sequence = SequenceModel.load(data, d["sequence"]["sha256"])
-        elif phone is None or word is None or utterance is None:
-            raise ValueError("assessment model needs a sequence model or its phone, word and utterance stages")
-        said_as = SaidAs.from_dict(d["said_as"]) if "said_as" in d else None
-        return cls(phone, word, utterance, Bands(knots), said, matched_above, calibration, True, said_as, sequence)
+        return cls(phone, word, utterance, Bands(knots), said, matched_above, calibration)
 
-    @classmethod
-    def load(cls, path: str | Path, calibration: Calibration = CALIBRATION) -> Assessor:
-        """A model written by :meth:`save` (its sequence weights read from beside it)."""
-        path = Path(path)
-        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")), calibration, path.parent)
-
-    def save(self, path: str | Path) -> None:
-        """Write the model to ``path`` (JSON) and a sequence model's weights beside it (the same
-        name, ``.npz``)."""
-        path = Path(path)
-        name = None
-        if self.sequence is not None:
-            name = path.with_suffix(".npz").name
-            path.with_suffix(".npz").write_bytes(self.sequence.to_bytes())
+    def save(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(name), f, separators=(",", ":"))
+            json.dump(self.to_dict(), f, separators=(",", ":"))
 
 
 @cache
@@ -498,3 +436,8 @@ def _unheard(ev: Evidence) -> Judgement:
         0,
         heard=False,
     )
+
+
+def stack(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """Row blocks of several utterances as one matrix."""
+    return np.concatenate([r for r in rows if len(r)], axis=0)

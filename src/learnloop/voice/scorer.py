@@ -28,7 +28,6 @@ from learnloop.voice.alignment import align
 from learnloop.voice.assessment import Assessor, Judgement, default_assessor
 from learnloop.voice.audio import MAX_AUDIO_SECONDS, decode_audio
 from learnloop.voice.calibration import CALIBRATION, Calibration
-from learnloop.voice.confusions import FIRST_LANGUAGES
 from learnloop.voice.evidence import Evidence
 from learnloop.voice.features import FRAME_SHIFT, SAMPLE_RATE, mfcc_features
 from learnloop.voice.fluency import assess
@@ -42,6 +41,8 @@ __all__ = ["MAX_PHRASE_CHARS", "MAX_PHRASE_WORDS", "PronunciationScorer"]
 
 MAX_PHRASE_CHARS = 500
 MAX_PHRASE_WORDS = 60
+#: the spec's "retry" band: a phone scored below this sounds like something else
+RETRY_BELOW = 60
 _PAD_SAMPLES = SAMPLE_RATE // 4
 _NOISE_STD = 100.0  # about -50 dB below full scale
 _NOISE_SEED = 20240607
@@ -72,9 +73,7 @@ class PronunciationScorer:
     """Scores spoken English (en-us) against target phrases.
 
     ``model_dir`` and ``dictionary`` default to the en-us model and CMU
-    dictionary of the pocketsphinx wheel (the ``voice`` extra). ``first_language``
-    (``zh``, ``es``, ``hi`` or ``ar``: :mod:`learnloop.voice.confusions`) brings that
-    language's error patterns into ``sounds_like``.
+    dictionary of the pocketsphinx wheel (the ``voice`` extra).
 
     >>> scorer = PronunciationScorer()
     >>> [w["word"] for w in scorer.syllables("Hello world")["word_scores"]]
@@ -90,19 +89,13 @@ class PronunciationScorer:
         assessor: Assessor | None = None,
         max_seconds: float = MAX_AUDIO_SECONDS,
         pin_blas: bool = True,
-        first_language: str | None = None,
     ) -> None:
-        if first_language is not None and first_language not in FIRST_LANGUAGES:
-            raise ValidationError(
-                f"first_language must be one of {', '.join(FIRST_LANGUAGES)} or None, not {first_language!r}"
-            )
         self.model_dir = None if model_dir is None else Path(model_dir)
         self.dictionary = None if dictionary is None else Path(dictionary)
         self.calibration = calibration
         self._assessor = assessor
         self.max_seconds = max_seconds
         self.pin_blas = pin_blas
-        self.first_language = first_language
 
     def _pin(self) -> None:
         if self.pin_blas:
@@ -291,7 +284,6 @@ class PronunciationScorer:
         position = {(g.word, g.index): k for k, g in enumerate(ev.gops)}
         ms_per_frame = FRAME_SHIFT * 1000 // SAMPLE_RATE
         pad_ms = _PAD_SAMPLES * 1000 // SAMPLE_RATE
-        sounds_like = self.assessor.sounds_like(ev, judgement, first_language=self.first_language)
         out = []
         for w, token in enumerate(tokens):
             phones = list(ev.pronunciations[w])
@@ -304,7 +296,12 @@ class PronunciationScorer:
                     scores.append(PhonemeScore(phone, ipa[i], "#", "#", 0))
                     continue
                 value = int(judgement.phone_scores[k])
-                like = sounds_like[k]
+                if not judgement.heard:
+                    like = "#"  # the audio holds no speech: no phoneme was detected
+                elif value >= RETRY_BELOW:
+                    like = phone
+                else:
+                    like = self.calibration.best_substitute(phone, ev.gops[k].llr)
                 like_ipa = ipa[i] if like == phone else IPA.get(like, "#")
                 scores.append(PhonemeScore(phone, ipa[i], like, like_ipa, value))
             sylls = []
