@@ -22,19 +22,19 @@ from learnloop.tracing.ability import update_ability, update_additive
 from learnloop.tracing.forgetting import Memory, as_epoch_seconds, recall_probability
 from learnloop.tracing.predictions import topic_sums
 from learnloop.tracing.state import (
-    _ATT,
-    _DIFF,
-    _FRAC,
-    _LAPSE,
-    _LAST,
-    _REV,
-    _SCORE,
-    _SKIP,
-    _STAB,
-    _TIME,
-    _TS,
-    _frozen,
-    _with_rows,
+    ATT,
+    DIFF,
+    FRAC,
+    LAPSE,
+    LAST,
+    REV,
+    SCORE,
+    SKIP,
+    STAB,
+    TIME,
+    TS,
+    frozen_array,
+    with_blank_rows,
 )
 from learnloop.tracing.status import Status, item_credit
 
@@ -50,7 +50,7 @@ def _dense_update_many(model: LearnerModel, state: LearnerState, events: list[Ev
     memory = state._memory_table()
     n = state.n_items
     positions = [e.item for e in events if isinstance(e.item, (int, np.integer)) and 0 <= e.item < n]
-    touched, rows, sig, slots = _with_rows(state, positions)
+    touched, rows, sig, slots = with_blank_rows(state, positions)
     n_events = state.n_events
     for event in events:
         if _dense_apply(model, ability, memory, rows, sig, slots, event, momentum):
@@ -58,9 +58,9 @@ def _dense_update_many(model: LearnerModel, state: LearnerState, events: list[Ev
     return LearnerState.make(
         ability,
         memory,
-        _frozen(touched),
-        _frozen(rows),
-        _frozen(sig),
+        frozen_array(touched),
+        frozen_array(rows),
+        frozen_array(sig),
         n_items=n,
         n_events=n_events,
         momentum=np.array(momentum),
@@ -77,30 +77,30 @@ def _dense_apply(model, ability, memory, rows, sig, slots, event, momentum) -> b
     signature = model.signature(event)
     slot = slots[i]
     row = rows[slot]
-    if row[_TS] == ts and sig[slot] == signature:
+    if row[TS] == ts and sig[slot] == signature:
         return False
-    row[_TIME] += max(0, int(event.time_spent_ms or 0))
-    row[_TS] = ts if math.isnan(row[_TS]) else max(row[_TS], ts)
+    row[TIME] += max(0, int(event.time_spent_ms or 0))
+    row[TS] = ts if math.isnan(row[TS]) else max(row[TS], ts)
     sig[slot] = signature
     topic = model._item_topic[i] if event.topic is None else event.topic
     score = None
     if event.kind == "view_theory":
         frac = 1.0 if event.fraction_completed is None else float(event.fraction_completed)
-        row[_FRAC] = max(row[_FRAC], frac)
+        row[FRAC] = max(row[FRAC], frac)
     elif event.kind == "skip":
-        row[_SKIP] += 1.0
+        row[SKIP] += 1.0
         score = model.skip_score
     else:
-        row[_ATT] += 1.0
+        row[ATT] += 1.0
         if model._scorable[i]:
             score = float(event.score)
-            row[_SCORE] = score
+            row[SCORE] = score
     if score is not None:
         _dense_ability(model, ability, topic, model._b[i], model._a[i], score, event.practice, momentum)
         mem = None
         mrow = memory[topic]
-        if not math.isnan(mrow[_STAB]):
-            mem = Memory(float(mrow[_STAB]), float(mrow[_DIFF]), float(mrow[_LAST]), int(mrow[_REV]), int(mrow[_LAPSE]))
+        if not math.isnan(mrow[STAB]):
+            mem = Memory(float(mrow[STAB]), float(mrow[DIFF]), float(mrow[LAST]), int(mrow[REV]), int(mrow[LAPSE]))
         new = model.memory_model.review(mem, score=score, timestamp=ts)
         mrow[:] = (new.stability, new.difficulty, new.last_review, new.reviews, new.lapses)
     return True
@@ -237,7 +237,7 @@ def test_an_update_gives_the_dense_computations_state(case: tuple[LearnerModel, 
         assert mean.tobytes() == plain_mean.tobytes() and sd.tobytes() == plain_sd.tobytes()
         for at in (0.0, 5e4, 1e6):  # the recall of the topics reviewed, NaN for the others
             memory = state.memory
-            dense = recall_probability(memory[:, _STAB], (at - memory[:, _LAST]) / 86400.0)
+            dense = recall_probability(memory[:, STAB], (at - memory[:, LAST]) / 86400.0)
             assert model.recall(state, at).tobytes() == dense.tobytes()
     # and the whole history at once
     everything = [e for events in calls for e in events]
@@ -274,8 +274,8 @@ def test_the_comparison_sees_a_difference() -> None:
 def test_merged_rows_drop_blank_rows_and_keep_the_order() -> None:
     from learnloop.tracing._apply import Rows, merged
 
-    keys = _frozen(np.array([1, 4], dtype=np.intp))
-    rows = _frozen(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    keys = frozen_array(np.array([1, 4], dtype=np.intp))
+    rows = frozen_array(np.array([[1.0, 2.0], [3.0, 4.0]]))
     table = Rows(keys, rows, (0.0, 0.0))
     assert table[2] == [0.0, 0.0] and table[4] == [3.0, 4.0]
     same = merged(table)
@@ -296,14 +296,14 @@ def _plain_status(model: LearnerModel, state: LearnerState, mask: np.ndarray, p:
     prof = float(topic_sums(model.runs, p, scorable).sum()) / n_scorable if n_scorable else None
     in_mask = m[state.touched]
     met, rows = state.touched[in_mask], state.rows[in_mask]
-    credit = item_credit(rows[:, _ATT], rows[:, _FRAC], model.items.is_theory[met])
+    credit = item_credit(rows[:, ATT], rows[:, FRAC], model.items.is_theory[met])
     prog = float(credit.sum()) / n if n else 0.0
     skill = prof if prof is not None else (float(np.dot(p, m)) / n if n else 0.0)
-    last = float(rows[:, _TS].max()) if rows.shape[0] else -np.inf
+    last = float(rows[:, TS].max()) if rows.shape[0] else -np.inf
     return Status(
         proficiency=prof,
         progress=prog,
-        time_spent_ms=int(rows[:, _TIME].sum()),
+        time_spent_ms=int(rows[:, TIME].sum()),
         last_interaction_timestamp=None if last == -np.inf else last,
         skill_level=skill,
         display_skill=min(max(skill, 0.0), 1.0) * math.sqrt(min(max(prog, 0.0), 1.0)),

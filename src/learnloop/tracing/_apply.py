@@ -22,7 +22,7 @@ import numpy as np
 from ._types import FloatArray, IntArray
 from .ability import update_ability, update_additive
 from .forgetting import as_epoch_seconds
-from .state import _ATT, _DIFF, _FRAC, _LAPSE, _LAST, _REV, _SCORE, _SKIP, _STAB, _TIME, _TS, _frozen
+from .state import ATT, DIFF, FRAC, LAPSE, LAST, REV, SCORE, SKIP, STAB, TIME, TS, frozen_array
 
 if TYPE_CHECKING:
     from .structure import Event
@@ -123,8 +123,8 @@ def merged(table: Rows) -> tuple[IntArray, FloatArray]:
     order = sorted(current)
     width = table.table_rows.shape[1]
     return (
-        _frozen(np.array(order, dtype=np.intp)),
-        _frozen(np.array([current[k] for k in order], dtype=np.float64).reshape(len(order), width)),
+        frozen_array(np.array(order, dtype=np.intp)),
+        frozen_array(np.array([current[k] for k in order], dtype=np.float64).reshape(len(order), width)),
     )
 
 
@@ -145,26 +145,26 @@ def apply_event(
     ts = as_epoch_seconds(event.timestamp)
     signature = model.signature(event)
     row = rows[i]
-    if row[_TS] == ts and sig[i] == signature:
+    if row[TS] == ts and sig[i] == signature:
         return False  # exact duplicate of this item's latest event
-    row[_TIME] += max(0, int(event.time_spent_ms or 0))
-    row[_TS] = ts if math.isnan(row[_TS]) else max(row[_TS], ts)
+    row[TIME] += max(0, int(event.time_spent_ms or 0))
+    row[TS] = ts if math.isnan(row[TS]) else max(row[TS], ts)
     sig[i] = signature
     topic = model._item_topic[i] if event.topic is None else event.topic
     score: float | None = None
     if event.kind == "view_theory":
         frac = 1.0 if event.fraction_completed is None else float(event.fraction_completed)
-        row[_FRAC] = max(row[_FRAC], frac)
+        row[FRAC] = max(row[FRAC], frac)
     elif event.kind == "skip":
-        row[_SKIP] += 1.0
+        row[SKIP] += 1.0
         score = model.skip_score
     else:
-        row[_ATT] += 1.0
+        row[ATT] += 1.0
         if model._scorable[i]:
             if event.score is None:
                 raise ValueError(f"an attempt on scorable item {i} needs a score")
             score = float(event.score)
-            row[_SCORE] = score
+            row[SCORE] = score
     if score is not None:
         update_topics(
             model, ability, topic, model._b[i], model._a[i], score, practice=event.practice, momentum=momentum
@@ -262,10 +262,10 @@ def update_topics(
 
 def _update_memory(model: LearnerModel, memory: Rows, topic: int, score: float, ts: float) -> None:
     row = memory[topic]
-    if math.isnan(row[_STAB]):
+    if math.isnan(row[STAB]):
         s, d, last, reviews, lapses = model.memory_model.first_review(score, ts)
     else:
         s, d, last, reviews, lapses = model.memory_model.next_review(
-            row[_STAB], row[_DIFF], row[_LAST], int(row[_REV]), int(row[_LAPSE]), score, ts
+            row[STAB], row[DIFF], row[LAST], int(row[REV]), int(row[LAPSE]), score, ts
         )
     row[:] = (s, d, last, float(reviews), float(lapses))

@@ -7,7 +7,7 @@ import numpy as np
 from ._types import IntArray
 
 
-def _steps(lengths: IntArray) -> tuple[IntArray, IntArray]:
+def ragged_steps(lengths: IntArray) -> tuple[IntArray, IntArray]:
     """``(t, j)`` of every answer, sequence-major (sequence 0's steps, then sequence 1's, ...)."""
     total = int(lengths.sum())
     j = np.repeat(np.arange(lengths.size), lengths)

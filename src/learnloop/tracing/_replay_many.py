@@ -16,8 +16,8 @@ import numpy as np
 from scipy.special import expit
 
 from ._types import FloatArray, IntArray
-from .ability import _VAR_MIN
-from .irt import _PI_OVER_8
+from .ability import VAR_MIN
+from .irt import PI_OVER_8
 
 if TYPE_CHECKING:
     from .learner import LearnerModel
@@ -87,7 +87,7 @@ class _Block:
         self.topic = tables.item_topic[items]
         self.b, self.a = tables.b[items], tables.a[items]
         self.a2 = self.a * self.a
-        self.a2c = _PI_OVER_8 * self.a2
+        self.a2c = PI_OVER_8 * self.a2
         self.score = np.clip(scores, 0.0, 1.0)
         self.novelty = None if tables.novelty is None else tables.novelty[self.topic]
         self.gain = None
@@ -167,7 +167,7 @@ def _nested_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_active
     nodes = base[:, None] + targets
     weight = tables.weight[t]
     pm, pv = _belief(tables, block, base[:, None, None] + tables.chains[targets])
-    prec = 1.0 / np.maximum(pv + model.drift, _VAR_MIN)
+    prec = 1.0 / np.maximum(pv + model.drift, VAR_MIN)
     a2, b2, s2 = a[:, None], b_up[:, None], s[:, None]
     p0 = expit(a2 * (pm - b2))
     wa = weight * a2
@@ -202,10 +202,10 @@ def _additive_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_acti
         m = m + mom_mean
         v = v + (rho * rho * mom_v + q)
     p = expit(a * (m - b) / np.sqrt(1.0 + block.a2c[lo:hi] * v))
-    cv = np.maximum(raw_v + drift, _VAR_MIN) * valid
+    cv = np.maximum(raw_v + drift, VAR_MIN) * valid
     total_v = cv.sum(axis=1)
     if fast:
-        mom_var = np.maximum((rho * rho * mom_v + q - drift) + drift, _VAR_MIN)
+        mom_var = np.maximum((rho * rho * mom_v + q - drift) + drift, VAR_MIN)
         total_m = total_m + mom_mean
         total_v = total_v + mom_var
     pu = expit(a * (total_m - b_up))
@@ -213,11 +213,11 @@ def _additive_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_acti
     den = 1.0 + total_v * h
     gain = a * (s - pu) / den
     block.mean[rows] = cm + cv * gain[:, None]
-    block.var[rows] = np.maximum(cv - cv * cv * (h / den)[:, None], _VAR_MIN)
+    block.var[rows] = np.maximum(cv - cv * cv * (h / den)[:, None], VAR_MIN)
     block.has[rows] = True
     if fast:
         block.mom_m[:n_active] = mom_mean + mom_var * gain
-        block.mom_v[:n_active] = np.maximum(mom_var - mom_var * mom_var * h / den, _VAR_MIN)
+        block.mom_v[:n_active] = np.maximum(mom_var - mom_var * mom_var * h / den, VAR_MIN)
     if block.gain is not None:
         block.mean[own] += block.gain[lo:hi]
     return p  # type: ignore[no-any-return]

@@ -31,7 +31,7 @@ import math
 
 __all__ = ["update_ability", "update_additive"]
 
-_VAR_MIN = 1e-6
+VAR_MIN = 1e-6
 
 
 def _sigmoid(z: float) -> float:
@@ -64,8 +64,8 @@ def update_ability(
     """
     s = 0.0 if score < 0.0 else (1.0 if score > 1.0 else float(score))
     v = var + drift
-    if v < _VAR_MIN:
-        v = _VAR_MIN
+    if v < VAR_MIN:
+        v = VAR_MIN
     prec = 1.0 / v
     p0 = _sigmoid(a * (mean - b))
     wa = weight * a
@@ -97,7 +97,7 @@ def update_additive(
     total_m = 0.0
     total_v = 0.0
     for k, v in enumerate(variances):
-        v = max(v + drift, _VAR_MIN)
+        v = max(v + drift, VAR_MIN)
         variances[k] = v
         total_m += means[k]
         total_v += v
@@ -107,5 +107,5 @@ def update_additive(
     step = a * (s - p) / den
     for k, v in enumerate(variances):
         means[k] += v * step
-        variances[k] = max(v - v * v * h / den, _VAR_MIN)
+        variances[k] = max(v - v * v * h / den, VAR_MIN)
     return p

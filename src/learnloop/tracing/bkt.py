@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _bkt_onset as _onset
 from . import _bkt_scan as _scan
-from ._ragged import _steps
+from ._ragged import ragged_steps
 from ._types import ArrayLike, BoolArray, FloatArray, IntArray
 
 __all__ = ["BKT", "BKTParams", "Sequences", "bkt_p_correct", "bkt_step", "predict_sequences"]
@@ -167,7 +167,7 @@ class Sequences:
 
     def _dense(self, flat: np.ndarray, fill: float) -> np.ndarray:
         out = np.full((self.max_len, self.lengths.size), fill, dtype=flat.dtype)
-        t, j = _steps(self.lengths)
+        t, j = ragged_steps(self.lengths)
         out[t, j] = flat
         return out
 
@@ -243,7 +243,7 @@ class Sequences:
         rank = np.lexsort((st_o[first], sk_o[first], -counts))  # longest first, ties by skill, then student
         starts = first[rank]
         lengths = counts[rank]
-        t, j = _steps(lengths)
+        t, j = ragged_steps(lengths)
         events = order[starts[j] + t]  # sequence 0's events, then sequence 1's, ...
         return cls(
             flat_obs=ok[events],

@@ -47,7 +47,7 @@ FSRS_WEIGHTS: tuple[float, ...] = (
     0.4872, 1.4003, 3.7145, 13.8206, 5.1618, 1.2298, 0.8975, 0.031, 1.6474,
     0.1367, 1.0461, 2.1072, 0.0793, 0.3246, 1.587, 0.2272, 2.8755,
 )  # fmt: skip
-_FACTOR = 19.0 / 81.0
+FSRS_FACTOR = 19.0 / 81.0
 
 
 def as_epoch_seconds(timestamp: datetime | float | int) -> float:
@@ -66,7 +66,7 @@ def as_epoch_seconds(timestamp: datetime | float | int) -> float:
 
 def _recall(stability: float, elapsed_days: float) -> float:
     """The forgetting curve for one memory (the scalar form of :func:`recall_probability`)."""
-    return float((1.0 + _FACTOR * max(elapsed_days, 0.0) / stability) ** -0.5)
+    return float((1.0 + FSRS_FACTOR * max(elapsed_days, 0.0) / stability) ** -0.5)
 
 
 def recall_probability(stability: ArrayLike, elapsed_days: ArrayLike) -> FloatArray:
@@ -78,7 +78,7 @@ def recall_probability(stability: ArrayLike, elapsed_days: ArrayLike) -> FloatAr
     s = np.asarray(stability, dtype=np.float64)
     t = np.maximum(np.asarray(elapsed_days, dtype=np.float64), 0.0)
     with np.errstate(invalid="ignore"):
-        return (1.0 + _FACTOR * t / s) ** -0.5
+        return (1.0 + FSRS_FACTOR * t / s) ** -0.5
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,7 @@ B_LIMIT = 6.0
 """Difficulties and abilities are clipped to ``[-B_LIMIT, B_LIMIT]`` logits."""
 
 _D_EPS = 1.0 / (1.0 + math.exp(B_LIMIT))
-_PI_OVER_8 = math.pi / 8.0
+PI_OVER_8 = math.pi / 8.0
 
 
 def difficulty_to_b(d: ArrayLike, *, default: float = 0.5) -> FloatArray:
@@ -102,7 +102,7 @@ def expected_p_correct(mean: ArrayLike, var: ArrayLike, b: ArrayLike, a: ArrayLi
     True
     """
     a_arr = np.asarray(a, dtype=np.float64)
-    scale = np.sqrt(1.0 + _PI_OVER_8 * (a_arr * a_arr) * np.asarray(var, dtype=np.float64))
+    scale = np.sqrt(1.0 + PI_OVER_8 * (a_arr * a_arr) * np.asarray(var, dtype=np.float64))
     return _sigmoid(a_arr * np.subtract(mean, b, dtype=np.float64) / scale)
 
 

@@ -64,7 +64,19 @@ from ._types import ArrayLike, BoolArray, FloatArray, IntArray
 from .forgetting import MemoryModel, as_epoch_seconds, recall_probability
 from .irt import expected_p_correct
 from .predictions import Predictions, TopicRuns, topic_sums
-from .state import _ATT, _FRAC, _LAST, _MEMORY_BLANK, _STAB, _TIME, _TS, LearnerState, _empty, _frozen, _with_rows
+from .state import (
+    ATT,
+    FRAC,
+    LAST,
+    MEMORY_BLANK,
+    STAB,
+    TIME,
+    TS,
+    LearnerState,
+    empty_state,
+    frozen_array,
+    with_blank_rows,
+)
 from .status import Status, display_skill, item_credit
 from .structure import Event, ItemParams, TopicStructure
 
@@ -175,7 +187,7 @@ class LearnerModel:
         """The state of a learner without any interaction."""
         # in the additive hierarchy, topics hold deviations from their parents: N(0, topic_var)
         topic_var = max(self.topic_var, 1e-6) if self.hierarchy == "additive" else None
-        return _empty(self.topics.n_topics, self.items.n_items, self.prior_var, topic_var)
+        return empty_state(self.topics.n_topics, self.items.n_items, self.prior_var, topic_var)
 
     # -- update ----------------------------------------------------------------
 
@@ -201,14 +213,14 @@ class LearnerModel:
         events = list(events)
         n = state.n_items
         positions = [e.item for e in events if isinstance(e.item, (int, np.integer)) and 0 <= e.item < n]
-        touched, rows, sig, slots = _with_rows(state, positions)
+        touched, rows, sig, slots = with_blank_rows(state, positions)
         item_rows = {p: rows[s].tolist() for p, s in slots.items()}
         sigs = {p: int(sig[s]) for p, s in slots.items()}
         overall = state.n_topics
         ability = Rows(
             state.ability_topics, state.ability_rows, state.ability_blank.tolist(), overall, state.overall_row.tolist()
         )
-        memory = Rows(state.memory_topics, state.memory_rows, _MEMORY_BLANK, nan_equal=True)
+        memory = Rows(state.memory_topics, state.memory_rows, MEMORY_BLANK, nan_equal=True)
         before = state.momentum.tolist()
         momentum = [*before]
         n_events = state.n_events
@@ -240,7 +252,7 @@ class LearnerModel:
             sig,
             n,
             n_events,
-            state.momentum if momentum == before else _frozen(np.array(momentum, dtype=np.float64)),
+            state.momentum if momentum == before else frozen_array(np.array(momentum, dtype=np.float64)),
         )
 
     def replay(self, events: Iterable[Event], state: LearnerState | None = None) -> LearnerState:
@@ -321,8 +333,8 @@ class LearnerModel:
         # NaN: what the formula gives for a topic never reviewed
         out = self._never_reviewed.copy() if state.n_topics == self.topics.n_topics else np.full(state.n_topics, np.nan)
         rows = state.memory_rows
-        elapsed = (now - rows[:, _LAST]) / 86400.0 * self.memory_model.time_scale
-        out[state.memory_topics] = recall_probability(rows[:, _STAB], elapsed)
+        elapsed = (now - rows[:, LAST]) / 86400.0 * self.memory_model.time_scale
+        out[state.memory_topics] = recall_probability(rows[:, STAB], elapsed)
         return out
 
     def status(
@@ -364,11 +376,11 @@ class LearnerModel:
             skill = prof
         else:
             skill = float(np.dot(p, m)) / n if n else 0.0
-        last = float(rows[:, _TS].max()) if rows.shape[0] else -np.inf
+        last = float(rows[:, TS].max()) if rows.shape[0] else -np.inf
         return Status(
             proficiency=prof,
             progress=prog,
-            time_spent_ms=int(rows[:, _TIME].sum()),
+            time_spent_ms=int(rows[:, TIME].sum()),
             last_interaction_timestamp=None if last == -np.inf else last,
             skill_level=skill,
             display_skill=(
@@ -403,11 +415,11 @@ class LearnerModel:
 
     def _credit_sum(self, met: IntArray, rows: FloatArray) -> float:
         """The summed progress credit of the items met ``met`` (their ``rows``)."""
-        attempted = rows[:, _ATT] > 0
+        attempted = rows[:, ATT] > 0
         theory = self.items.is_theory[met] if self._has_theory else None
         if theory is None or not theory.any():  # a credit of 0 or 1 per item: the sum is a count
             return float(np.count_nonzero(attempted))
-        return float(item_credit(rows[:, _ATT], rows[:, _FRAC], theory).sum())
+        return float(item_credit(rows[:, ATT], rows[:, FRAC], theory).sum())
 
     def credit(self, state: LearnerState) -> FloatArray:
         """Per-item progress credit in [0, 1]."""

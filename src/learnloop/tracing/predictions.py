@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._types import BoolArray, FloatArray, IntArray
-from .irt import _PI_OVER_8, expected_p_correct
+from .irt import PI_OVER_8, expected_p_correct
 from .structure import ItemParams
 
 __all__ = ["Predictions", "TopicRuns", "topic_sums"]
@@ -262,7 +262,7 @@ def _rasch_p(b: FloatArray, lengths: IntArray, mean: FloatArray, sd: FloatArray)
     discrimination is 1: runs of ``lengths`` items of the topics whose beliefs are ``mean``,
     ``sd``. The same doubles: with ``a = 1`` the scale ``sqrt(1 + pi/8 * a^2 * var)`` is
     the topic's, and ``exp(-(m - b) / scale)`` is ``exp((b - m) / scale)`` (rounding is symmetric)."""
-    scale = np.sqrt(1.0 + _PI_OVER_8 * sd**2)
+    scale = np.sqrt(1.0 + PI_OVER_8 * sd**2)
     z = np.repeat(mean, lengths)
     np.subtract(b, z, out=z)
     z /= np.repeat(scale, lengths)

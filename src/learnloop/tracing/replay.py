@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from ._replay_many import ReplayTables, replay_block
 from ._types import ArrayLike, FloatArray
 from .ability import update_ability, update_additive
-from .irt import _PI_OVER_8
+from .irt import PI_OVER_8
 
 if TYPE_CHECKING:
     from .learner import LearnerModel, LearnerState
@@ -96,7 +96,7 @@ def trace(
         m, v = belief(it)
         if novelty and ability[it][2] <= 0.0:
             m -= novelty[it]
-        z = a * (m - b) / math.sqrt(1.0 + _PI_OVER_8 * a * a * v)
+        z = a * (m - b) / math.sqrt(1.0 + PI_OVER_8 * a * a * v)
         out[k] = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
         if novelty and ability[t][2] <= 0.0:
             b += novelty[t]
@@ -142,7 +142,7 @@ def _trace_additive(
         if fast:
             m += rho * momentum[0]
             v += rho * rho * momentum[1] + q
-        z = a * (m - b) / math.sqrt(1.0 + _PI_OVER_8 * a * a * v)
+        z = a * (m - b) / math.sqrt(1.0 + PI_OVER_8 * a * a * v)
         out[k] = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
         rows = [ability[n] for n in chains[t]]
         if novelty and rows[0][2] <= 0.0:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._types import ArrayLike, FloatArray
-from .forgetting import _FACTOR, DAY_SECONDS, FSRS_WEIGHTS, MemoryModel, as_epoch_seconds
+from .forgetting import DAY_SECONDS, FSRS_FACTOR, FSRS_WEIGHTS, MemoryModel, as_epoch_seconds
 
 if TYPE_CHECKING:
     from .learner import LearnerModel, LearnerState
@@ -93,7 +93,7 @@ def memory_trace(
         now = t[at]
         elapsed = np.maximum(now - ls, 0.0)
         gap[at] = elapsed / DAY_SECONDS
-        r = (1.0 + _FACTOR * elapsed * scale / st) ** -0.5
+        r = (1.0 + FSRS_FACTOR * elapsed * scale / st) ** -0.5
         log_r[at] = np.log(r)
         gr = grade[at]
         lapse = w[11] * dt ** -w[12] * ((st + 1.0) ** w[13] - 1.0) * np.exp(w[14] * (1.0 - r))

@@ -16,15 +16,15 @@ __all__ = ["LearnerState"]
 
 _FORMAT = 1
 # columns of the per-item float table
-_ATT, _SKIP, _SCORE, _FRAC, _TIME, _TS = range(6)
+ATT, SKIP, SCORE, FRAC, TIME, TS = range(6)
 # columns of the per-topic memory table
-_STAB, _DIFF, _LAST, _REV, _LAPSE = range(5)
+STAB, DIFF, LAST, REV, LAPSE = range(5)
 #: the row of an item without any event, and of a topic never reviewed
 _BLANK = (0.0, 0.0, math.nan, 0.0, 0.0, math.nan)
-_MEMORY_BLANK = (math.nan, math.nan, math.nan, 0.0, 0.0)
+MEMORY_BLANK = (math.nan, math.nan, math.nan, 0.0, 0.0)
 
 
-_MEMORY_BLANK_ROW = np.array(_MEMORY_BLANK)
+_MEMORY_BLANK_ROW = np.array(MEMORY_BLANK)
 _MEMORY_BLANK_NAN = np.isnan(_MEMORY_BLANK_ROW)
 _MEMORY_BLANK_ROW.setflags(write=False)
 _MEMORY_BLANK_NAN.setflags(write=False)
@@ -36,13 +36,13 @@ def _blank_memory(memory: FloatArray) -> np.ndarray:
     return np.asarray(same.all(axis=1))
 
 
-def _frozen(a: np.ndarray) -> np.ndarray:
+def frozen_array(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
 
 
 def _no_momentum() -> FloatArray:
-    return _frozen(np.zeros(2))
+    return frozen_array(np.zeros(2))
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,23 +102,23 @@ class LearnerState:
         topics = ability[:-1]
         if ability_blank is None:
             first = topics[0] if topics.shape[0] and topics[0, 2] <= 0.0 else (0.0, 1.0, 0.0)
-            ability_blank = _frozen(np.array(first, dtype=np.float64))
+            ability_blank = frozen_array(np.array(first, dtype=np.float64))
         kept_a = np.flatnonzero((topics != ability_blank).any(axis=1))
         kept_m = np.flatnonzero(~_blank_memory(memory))
         return cls(
-            _frozen(kept_a),
-            _frozen(topics[kept_a]),
+            frozen_array(kept_a),
+            frozen_array(topics[kept_a]),
             ability_blank,
-            _frozen(ability[-1].copy()),
-            _frozen(kept_m),
-            _frozen(memory[kept_m]),
+            frozen_array(ability[-1].copy()),
+            frozen_array(kept_m),
+            frozen_array(memory[kept_m]),
             int(topics.shape[0]),
             touched,
             rows,
             sig,
             int(n_items),
             int(n_events),
-            _no_momentum() if momentum is None else _frozen(np.array(momentum, dtype=np.float64).reshape(2)),
+            _no_momentum() if momentum is None else frozen_array(np.array(momentum, dtype=np.float64).reshape(2)),
         )
 
     @classmethod
@@ -162,7 +162,7 @@ class LearnerState:
     @property
     def ability(self) -> FloatArray:
         """The dense (T + 1, 3) ability table (made at each access: keep it in a variable)."""
-        return _frozen(self._ability_table())
+        return frozen_array(self._ability_table())
 
     def _ability_table(self) -> FloatArray:
         """:attr:`ability` as a new writable array (for an update to work on)."""
@@ -175,12 +175,12 @@ class LearnerState:
     @property
     def memory(self) -> FloatArray:
         """The dense (T, 5) memory table (made at each access: keep it in a variable)."""
-        return _frozen(self._memory_table())
+        return frozen_array(self._memory_table())
 
     def _memory_table(self) -> FloatArray:
         """:attr:`memory` as a new writable array (for an update to work on)."""
         out = np.empty((self.n_topics, 5))
-        out[:] = _MEMORY_BLANK
+        out[:] = MEMORY_BLANK
         out[self.memory_topics] = self.memory_rows
         return out
 
@@ -201,13 +201,13 @@ class LearnerState:
     ) -> LearnerState:
         """A state from dense per-item arrays (items met are those with a last timestamp)."""
         items = np.asarray(items, dtype=np.float64)
-        touched = np.flatnonzero(~np.isnan(items[:, _TS])).astype(np.intp)
+        touched = np.flatnonzero(~np.isnan(items[:, TS])).astype(np.intp)
         return cls.make(
             ability,
             memory,
-            _frozen(touched),
-            _frozen(items[touched].copy()),
-            _frozen(np.asarray(signature, dtype=np.int64)[touched].copy()),
+            frozen_array(touched),
+            frozen_array(items[touched].copy()),
+            frozen_array(np.asarray(signature, dtype=np.int64)[touched].copy()),
             n_items=int(items.shape[0]),
             n_events=int(n_events),
             momentum=momentum,
@@ -221,7 +221,7 @@ class LearnerState:
             found = np.empty((self.n_items, 6))
             found[:] = _BLANK
             found[self.touched] = self.rows
-            found = self._dense.setdefault("items", _frozen(found))
+            found = self._dense.setdefault("items", frozen_array(found))
         return found
 
     @property
@@ -231,7 +231,7 @@ class LearnerState:
         if found is None:
             found = np.zeros(self.n_items, dtype=np.int64)
             found[self.touched] = self.sig
-            found = self._dense.setdefault("signature", _frozen(found))
+            found = self._dense.setdefault("signature", frozen_array(found))
         return found
 
     def _column(self, name: str, column: int) -> FloatArray:
@@ -239,53 +239,53 @@ class LearnerState:
         if found is None:
             found = np.full(self.n_items, _BLANK[column])
             found[self.touched] = self.rows[:, column]
-            found = self._dense.setdefault(name, _frozen(found))
+            found = self._dense.setdefault(name, frozen_array(found))
         return found
 
     @property
     def attempts(self) -> FloatArray:
         """Attempts per item position."""
-        return self._column("attempts", _ATT)
+        return self._column("attempts", ATT)
 
     @property
     def last_score(self) -> FloatArray:
         """Last attempt score per item (NaN: none)."""
-        return self._column("last_score", _SCORE)
+        return self._column("last_score", SCORE)
 
     @property
     def max_fraction(self) -> FloatArray:
         """Largest theory fraction viewed per item."""
-        return self._column("max_fraction", _FRAC)
+        return self._column("max_fraction", FRAC)
 
     @property
     def time_spent_ms(self) -> FloatArray:
         """Time spent per item in milliseconds."""
-        return self._column("time_spent_ms", _TIME)
+        return self._column("time_spent_ms", TIME)
 
     @property
     def last_timestamp(self) -> FloatArray:
         """Last interaction per item in epoch seconds (NaN: none)."""
-        return self._column("last_timestamp", _TS)
+        return self._column("last_timestamp", TS)
 
     @property
     def met_attempts(self) -> FloatArray:
         """Attempts of each item met (aligned with ``touched``)."""
-        return self.rows[:, _ATT]
+        return self.rows[:, ATT]
 
     @property
     def met_score(self) -> FloatArray:
         """Last score of each item met (NaN: none)."""
-        return self.rows[:, _SCORE]
+        return self.rows[:, SCORE]
 
     @property
     def met_fraction(self) -> FloatArray:
         """Largest theory fraction viewed of each item met."""
-        return self.rows[:, _FRAC]
+        return self.rows[:, FRAC]
 
     @property
     def met_timestamp(self) -> FloatArray:
         """Last interaction with each item met (epoch seconds)."""
-        return self.rows[:, _TS]
+        return self.rows[:, TS]
 
     @property
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -314,9 +314,9 @@ class LearnerState:
         if at >= self.memory_topics.size or self.memory_topics[at] != topic:
             return None
         row = self.memory_rows[at]
-        if math.isnan(row[_STAB]):
+        if math.isnan(row[STAB]):
             return None
-        return Memory(float(row[_STAB]), float(row[_DIFF]), float(row[_LAST]), int(row[_REV]), int(row[_LAPSE]))
+        return Memory(float(row[STAB]), float(row[DIFF]), float(row[LAST]), int(row[REV]), int(row[LAPSE]))
 
     # -- serialisation ---------------------------------------------------------
 
@@ -397,7 +397,7 @@ class LearnerState:
         new_ability = np.empty((n_topics + 1, 3))
         new_ability[:-1] = self.ability_blank
         new_memory = np.empty((n_topics, 5))
-        new_memory[:] = _MEMORY_BLANK
+        new_memory[:] = MEMORY_BLANK
         new = im[self.touched]
         keep = np.flatnonzero(new >= 0)
         order = keep[np.argsort(new[keep], kind="stable")]
@@ -408,9 +408,9 @@ class LearnerState:
         return LearnerState.make(
             new_ability,
             new_memory,
-            _frozen(new[order].astype(np.intp)),
-            _frozen(self.rows[order].copy()),
-            _frozen(self.sig[order].copy()),
+            frozen_array(new[order].astype(np.intp)),
+            frozen_array(self.rows[order].copy()),
+            frozen_array(self.sig[order].copy()),
             n_items=int(n_items),
             n_events=self.n_events,
             momentum=self.momentum,
@@ -418,27 +418,29 @@ class LearnerState:
         )
 
 
-def _empty(n_topics: int, n_items: int, prior_var: float = 1.0, topic_var: float | None = None) -> LearnerState:
+def empty_state(n_topics: int, n_items: int, prior_var: float = 1.0, topic_var: float | None = None) -> LearnerState:
     """The state without any event; a topic's ability row is N(0, ``topic_var``) when given
     (the additive hierarchy's deviations), else N(0, ``prior_var``) like the overall node."""
-    blank = _frozen(np.array([0.0, prior_var if topic_var is None else topic_var, 0.0]))
+    blank = frozen_array(np.array([0.0, prior_var if topic_var is None else topic_var, 0.0]))
     ability = np.zeros((n_topics + 1, 3))
     ability[:-1] = blank
     ability[-1, 1] = prior_var
     memory = np.empty((n_topics, 5))
-    memory[:] = _MEMORY_BLANK
+    memory[:] = MEMORY_BLANK
     return LearnerState.make(
         ability,
         memory,
-        _frozen(np.zeros(0, dtype=np.intp)),
-        _frozen(np.zeros((0, 6))),
-        _frozen(np.zeros(0, dtype=np.int64)),
+        frozen_array(np.zeros(0, dtype=np.intp)),
+        frozen_array(np.zeros((0, 6))),
+        frozen_array(np.zeros(0, dtype=np.int64)),
         n_items=int(n_items),
         ability_blank=blank,
     )
 
 
-def _with_rows(state: LearnerState, positions: list[int]) -> tuple[IntArray, FloatArray, np.ndarray, dict[int, int]]:
+def with_blank_rows(
+    state: LearnerState, positions: list[int]
+) -> tuple[IntArray, FloatArray, np.ndarray, dict[int, int]]:
     """Writable copies of the state's per-item rows with blank rows for the ``positions``
     not met yet, and the row of each position."""
     touched, rows, sig = state.touched, state.rows, state.sig
