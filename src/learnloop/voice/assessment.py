@@ -51,6 +51,7 @@ __all__ = [
     "Judgement",
     "Linear",
     "Network",
+    "RETRY_BELOW",
     "default_assessor",
     "fit_linear",
     "fit_logistic",
@@ -64,6 +65,8 @@ _ROW: Final = {p: i for i, p in enumerate(PHONES)}
 _LLR_CLIP: Final = 10.0
 _MATCH_CLIP: Final = -10.0
 _PAUSE_FRAMES: Final = 30  # 300 ms: a long pause between words
+RETRY_BELOW: Final = 60
+"""The spec's "retry" band: a phone scored below this is named by what it sounds like."""
 
 
 def _zs(ev: Evidence, calibration: Calibration) -> np.ndarray:
@@ -378,6 +381,23 @@ class Assessor:
             self.bands.phone_score(phone_acc),
             Bands.ten_point_score(word_acc),
             int(Bands.ten_point_score(np.array([total]))[0]),
+        )
+
+    def said_as(self, ev: Evidence, *, first_language: str | None = None) -> tuple[str, ...]:
+        """Per aligned phone (``ev.gops`` order), the phone other than the target that it was most
+        likely said as (``#``: nothing was said), whatever its score: the plausible competitor that
+        fits the audio best (``first_language`` is not used by this choice)."""
+        return tuple(self.calibration.best_substitute(g.phone, g.llr) for g in ev.gops)
+
+    def sounds_like(self, ev: Evidence, judgement: Judgement, *, first_language: str | None = None) -> tuple[str, ...]:
+        """Per aligned phone (``ev.gops`` order), the phone it sounds like: itself when it scores
+        :data:`RETRY_BELOW` or more, ``#`` when nothing was heard, else :meth:`said_as`."""
+        if not judgement.heard:
+            return tuple("#" for _ in ev.gops)  # the audio holds no speech: no phoneme was detected
+        said = self.said_as(ev, first_language=first_language)
+        return tuple(
+            g.phone if value >= RETRY_BELOW else other
+            for g, value, other in zip(ev.gops, judgement.phone_scores, said, strict=True)
         )
 
     def to_dict(self) -> dict[str, Any]:

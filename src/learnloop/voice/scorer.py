@@ -41,8 +41,6 @@ __all__ = ["MAX_PHRASE_CHARS", "MAX_PHRASE_WORDS", "PronunciationScorer"]
 
 MAX_PHRASE_CHARS = 500
 MAX_PHRASE_WORDS = 60
-#: the spec's "retry" band: a phone scored below this sounds like something else
-RETRY_BELOW = 60
 _PAD_SAMPLES = SAMPLE_RATE // 4
 _NOISE_STD = 100.0  # about -50 dB below full scale
 _NOISE_SEED = 20240607
@@ -284,6 +282,7 @@ class PronunciationScorer:
         position = {(g.word, g.index): k for k, g in enumerate(ev.gops)}
         ms_per_frame = FRAME_SHIFT * 1000 // SAMPLE_RATE
         pad_ms = _PAD_SAMPLES * 1000 // SAMPLE_RATE
+        sounds_like = self.assessor.sounds_like(ev, judgement)
         out = []
         for w, token in enumerate(tokens):
             phones = list(ev.pronunciations[w])
@@ -296,12 +295,7 @@ class PronunciationScorer:
                     scores.append(PhonemeScore(phone, ipa[i], "#", "#", 0))
                     continue
                 value = int(judgement.phone_scores[k])
-                if not judgement.heard:
-                    like = "#"  # the audio holds no speech: no phoneme was detected
-                elif value >= RETRY_BELOW:
-                    like = phone
-                else:
-                    like = self.calibration.best_substitute(phone, ev.gops[k].llr)
+                like = sounds_like[k]
                 like_ipa = ipa[i] if like == phone else IPA.get(like, "#")
                 scores.append(PhonemeScore(phone, ipa[i], like, like_ipa, value))
             sylls = []
