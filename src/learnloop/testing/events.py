@@ -9,7 +9,7 @@ ready list of valid ``attempt`` / ``skip`` / ``view_theory`` events over a
 catalog for :meth:`Engine.upsert_events <learnloop.engine.Engine.upsert_events>`.
 
 >>> from hypothesis import Phase, find, settings
->>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+>>> first_found = settings(phases=[Phase.generate], database=None, max_examples=1000)   # any such example, unshrunk
 >>> script = find(answers(min_size=3), lambda a: {x.kind for x in a} == {"attempt", "skip"}, settings=first_found)
 >>> len(script) >= 3, sorted({a.kind for a in script})
 (True, ['attempt', 'skip'])
@@ -126,7 +126,7 @@ def answers(
     """A script of answers to successive recommendations (attempts twice as likely by default).
 
     >>> from hypothesis import Phase, find, settings
-    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> first_found = settings(phases=[Phase.generate], database=None, max_examples=1000)   # any such example, unshrunk
     >>> len(find(answers(kinds=("attempt",)), lambda a: len(a) == 4, settings=first_found))
     4
     """
@@ -155,7 +155,7 @@ def events(
 
     >>> from hypothesis import Phase, find, settings
     >>> from learnloop.testing import content
-    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> first_found = settings(phases=[Phase.generate], database=None, max_examples=1000)   # any such example, unshrunk
     >>> db, cat = find(content(), lambda drawn: True, settings=first_found)
     >>> stream = find(events(cat, db), lambda e: len(e) == 2, settings=first_found)
     >>> stream[0].catalog_id == cat.catalog_id, stream[0].timestamp < stream[1].timestamp

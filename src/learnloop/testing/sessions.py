@@ -59,7 +59,7 @@ def matching_filters(draw: st.DrawFn, catalog: Catalog, items: Sequence[Item] | 
 
     >>> from hypothesis import Phase, find, settings
     >>> from learnloop.testing import content
-    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> first_found = settings(phases=[Phase.generate], database=None, max_examples=1000)   # any such example, unshrunk
     >>> db, cat = find(content(), lambda drawn: len(drawn[0]) == 2, settings=first_found)
     >>> flt = find(matching_filters(cat, db), lambda f: f.include_item_ids is not None, settings=first_found)
     >>> flt.include_item_ids[0] in {i.item_id for i in db}   # the anchor item comes first
@@ -137,7 +137,7 @@ def constraints(
 
     >>> from hypothesis import Phase, find, settings
     >>> from learnloop.testing import content
-    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> first_found = settings(phases=[Phase.generate], database=None, max_examples=1000)   # any such example, unshrunk
     >>> db, cat = find(content(), lambda drawn: True, settings=first_found)
     >>> [c.type for c in find(constraints(cat, db), lambda cs: len(cs) == 2, settings=first_found)]
     ['max_recommendations', 'max_recommendations']
@@ -175,7 +175,7 @@ def session_specs(
 
     >>> from hypothesis import Phase, find, settings
     >>> from learnloop.testing import content
-    >>> first_found = settings(phases=[Phase.generate], database=None)   # no shrinking: any such example
+    >>> first_found = settings(phases=[Phase.generate], database=None, max_examples=1000)   # any such example, unshrunk
     >>> db, cat = find(content(), lambda drawn: True, settings=first_found)
     >>> spec = find(session_specs(cat, db, user_id="u1"), lambda s: s.mode.type == "assess", settings=first_found)
     >>> spec.user_id, spec.catalog_id == cat.catalog_id, spec.mode.type
