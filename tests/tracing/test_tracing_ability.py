@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import math
-import sys
-from collections.abc import Callable
-from types import FrameType
-from typing import Any
 
 import pytest
+from calltrace import calls as _calls
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -52,24 +49,6 @@ def test_update_is_finite_and_shrinks_variance(
     # the mean moves towards the evidence: up after a score above the expected one, down below
     p = 1 / (1 + math.exp(-a * (mean - b)))
     assert (m - mean) * (score - p) >= -1e-12
-
-
-def _calls(fn: Callable[[], object]) -> list[str]:
-    """The functions (Python and built-in) that ``fn()`` calls, in order, at every depth."""
-    seen: list[str] = []
-
-    def profile(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            seen.append(frame.f_code.co_name)
-        elif event == "c_call":
-            seen.append(arg.__name__)
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return seen[1:-1]  # (without fn itself and the call that ends the profile)
 
 
 @pytest.mark.parametrize("score", [0.0, 0.4, 1.0, 7.0])

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import math
-import sys
-from collections.abc import Callable
-from types import FrameType
-from typing import Any
 
 import numpy as np
 import pytest
+from calltrace import calls as _calls
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -55,24 +52,6 @@ def test_fisher_information_peaks_at_difficulty() -> None:
     info = fisher_information(0.5, b, 1.7)
     assert b[np.argmax(info)] == pytest.approx(0.5)
     assert info.max() == pytest.approx(1.7**2 / 4)
-
-
-def _calls(fn: Callable[[], object]) -> list[str]:
-    """The functions (Python and built-in) that ``fn()`` calls, in order, at every depth."""
-    seen: list[str] = []
-
-    def profile(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            seen.append(frame.f_code.co_name)
-        elif event == "c_call":
-            seen.append(arg.__name__)
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return seen[1:-1]  # (without fn itself and the call that ends the profile)
 
 
 def test_p_correct_over_ten_thousand_items_is_one_vectorised_pass() -> None:
