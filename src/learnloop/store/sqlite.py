@@ -3,7 +3,10 @@
 One file, write-ahead logging, one transaction per engine call. A committed
 call survives the process dying (``synchronous=NORMAL`` in WAL mode); pass
 ``synchronous="FULL"`` to survive power loss as well, at some cost in latency.
-Several processes may open the same file; writes are serialised by SQLite.
+Several processes may open the same file; writes are serialised by SQLite, and
+on POSIX systems also by an exclusive ``flock`` on a lock file beside it (``<file>-lock``)
+taken before ``BEGIN IMMEDIATE``: a writer waiting for another process is woken when
+that one commits, where SQLite's busy handler polls with sleeps of up to 100 ms.
 A connection answers reads of the learners, sessions and meta tables from the
 rows it last read or wrote as long as no other connection has committed
 (``PRAGMA data_version``, asked once per transaction and before each read
@@ -25,6 +28,7 @@ from types import TracebackType
 from typing import Literal
 
 from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event
+from learnloop.store._filelock import FileLock
 from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
 
 __all__ = ["SQLiteStore"]
@@ -71,6 +75,14 @@ class SQLiteStore:
         self._checked = False
         self._rows: dict[tuple[str, str, tuple[str, ...]], bytes] = {}
         self._block: list[int] | None = None
+        self._writers = FileLock.beside(self.path)
+        try:
+            self._setup(synchronous)
+        except BaseException:
+            self.close()  # (a file that is not a database: nothing left open)
+            raise
+
+    def _setup(self, synchronous: str) -> None:
         conn = self._conn
         # the busy timeout first: several processes may open a fresh file at once
         conn.execute("PRAGMA busy_timeout=10000")
@@ -115,7 +127,13 @@ class SQLiteStore:
             if self._depth:
                 self._conn.execute(f"SAVEPOINT sp{self._depth}")
             else:
-                self._conn.execute("BEGIN IMMEDIATE")
+                if self._writers is not None:
+                    self._writers.acquire()
+                try:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                except BaseException:
+                    self._release_writers()
+                    raise
                 self._checked = False
         except BaseException:
             self._lock.release()
@@ -144,7 +162,13 @@ class SQLiteStore:
                         self._conn.execute("ROLLBACK")
                     raise
         finally:
+            if not self._depth:
+                self._release_writers()
             self._lock.release()
+
+    def _release_writers(self) -> None:
+        if self._writers is not None:
+            self._writers.release()
 
     # -- what this connection knows of the file ---------------------------------------
     def _sync(self) -> None:
@@ -409,6 +433,8 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            if self._writers is not None:
+                self._writers.close()
 
 
 class _Transaction:
