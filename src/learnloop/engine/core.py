@@ -34,6 +34,7 @@ from learnloop.engine.sessions.sessions import Sessions
 from learnloop.limits import Limits
 from learnloop.recommend import (
     AdaptiveStep,
+    DueItem,
     LearnerView,
     Policy,
     SessionSpec,
@@ -366,6 +367,15 @@ class Engine:
         stored by ``calibrate(..., echo=True)`` is applied from the latest event when it is an answer.
         """
         return self._learners.predict(user_id, catalog_id, item_ids, topic_id=topic_id, app=app)
+
+    @shared
+    def due(
+        self, user_id: str, catalog_id: str, *, at: datetime | str | None = None, app: str = "default"
+    ) -> list[DueItem]:
+        """The items the learner has answered, with the predicted recall at ``at`` (None: now) and
+        when each falls below the catalog's desired retention: the due ones first, lowest recall
+        first (review mode's order), then the others soonest first (docs/sessions.md, "Review")."""
+        return self._learners.due(user_id, catalog_id, at=at, app=app)
 
     @shared
     def learner_view(self, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
