@@ -237,3 +237,21 @@ def test_the_order_ties_go_to_the_item_answered_longest_ago() -> None:
     assert [d.item_id for d in due] == ["ch1-t1-q3", "ch1-t1-q1", "ch1-t1-q2"]
     assert len({d.recall for d in due}) == 1 and np.isclose(due[0].recall, due[-1].recall)
     assert due[0].due_at.tzinfo is UTC
+
+
+def test_a_review_sequence_gives_each_item_due_once_even_when_every_item_is_due() -> None:
+    engine, clock, cid = _engine(n_chapters=1, topics_per_chapter=2, items_per_topic=2, with_theory=False)
+    start = clock()
+    items = ["ch1-t1-q1", "ch1-t1-q2", "ch1-t2-q1", "ch1-t2-q2"]
+    engine.upsert_events(
+        "u",
+        [
+            {"type": "attempt", "item_id": item, "catalog_id": cid, "score": 1,
+             "timestamp": format_timestamp(start + timedelta(minutes=k))}
+            for k, item in enumerate(items)
+        ],
+    )  # fmt: skip
+    clock.advance(60 * 86400)
+    assert all(d.overdue for d in engine.due("u", cid))
+    sequence = [s.item_id for s in engine.next_items("u", cid, mode="review", limit=10)]
+    assert sequence == [d.item_id for d in engine.due("u", cid)] and sorted(sequence) == items

@@ -470,9 +470,9 @@ class Engine:
     ) -> list[Suggestion]:
         """A sequence of ``limit`` items for a learner outside a session.
 
-        No item repeats while the filter has items not yet in the sequence;
-        after that the sequence starts over. ``mask`` (a boolean array over the
-        catalog's item order) may replace ``filter``.
+        No item repeats while the filter has items not yet in the sequence, then it
+        starts over (review: the items due, each once). ``mask`` (a boolean array
+        over the catalog's item order) may replace ``filter``.
         """
         return self._sessions.next_items(user_id, catalog_id, mode=mode, filter=filter, mask=mask, limit=limit, app=app)
 

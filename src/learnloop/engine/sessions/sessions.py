@@ -119,6 +119,8 @@ class Sessions:
         out: list[Suggestion] = []
         while len(out) < limit and mask.any():
             if not (mask & ~given).any():
+                if policy.passes:  # (review: the items due, once each)
+                    break
                 given = np.zeros(index.n_items, dtype=bool)  # every item given: start over
             pick, session = session_step(session, view, mask, (), policy, rng, exclude=given, administered=administered)
             if pick is None:
