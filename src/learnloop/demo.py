@@ -8,7 +8,8 @@ end reads:
   success over the course, after minus before), per interaction, and the
   number of interactions until the engine judged the first chapter mastered
   (learn mode moves into chapter 2 only then);
-- *review*: a week later, the gain of a short review session;
+- *review*: a week later, the gain per item of a review session (up to 20 items: it
+  serves the items answered whose predicted recall fell below 0.9, and stops when none is left);
 - *assess*: the error of the engine's proficiency estimate after an adaptive
   test, against the simulated truth.
 
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     all_items = np.ones(index.n_items, dtype=bool)
 
     learn_curves, review_curves = [], []
+    review_count: list[int] = []
     learn_gain, review_gain, to_mastery, assess_true, assess_est = [], [], [], [], []
     learner_options = {"prerequisite_gating": 1.0, "mastery_margin": 0.5}
     with tqdm(total=args.learners, desc="simulated learners", unit="learner", file=sys.stderr) as bar:
@@ -119,8 +121,12 @@ def main(argv: list[str] | None = None) -> int:
             trace = run_session(
                 engine, catalog_id=cid, user_id=user, learner=learner, mode="review", steps=20, clock=clock
             )
-            review_curves.append(trace.true_proficiency)
-            review_gain.append(trace.gain / 20)
+            # review serves only what is due, and stops when nothing is: the curve stays level after
+            reviewed = len(trace.item_ids)
+            curve = trace.true_proficiency
+            review_curves.append(curve + [curve[-1]] * (21 - len(curve)))
+            review_gain.append(trace.gain / reviewed if reviewed else 0.0)
+            review_count.append(reviewed)
 
             tester = learner_for(index, seed=args.seed * 7919 + k)
             trace = run_session(
@@ -148,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             else "not reached",
             "-",
         ),
-        ("review", f"{np.mean(review_gain) * 100:.2f} pp", "-", "-"),
+        ("review", f"{np.mean(review_gain) * 100:.2f} pp ({np.mean(review_count):.1f} items due)", "-", "-"),
         ("assess", "-", "-", f"{error.mean():.3f} mean, {np.quantile(error, 0.9):.3f} p90"),
     ]
     header = ("mode", "gain per interaction", "interactions to master chapter 1", "proficiency error (30 items)")

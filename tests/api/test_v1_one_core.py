@@ -94,6 +94,16 @@ def test_the_same_learner_through_v1_and_v2_gets_the_same_recommendations_and_st
     v2_course(v2)
     flt = {"asset_types": ["exercise", "theory"], "paths": ["/algebra"]}
     pending: list[dict[str, Any]] = []
+    if mode == "review":  # review serves what was answered: every exercise, a month before
+        pending = [
+            {
+                "user": USER,
+                "type": "response_submit",
+                "timestamp": f"2024-04-01T10:0{k}:00Z",
+                "attributes": {"view_id": "algebra", "asset_id": a, "result": "correct"},
+            }
+            for k, a in enumerate(["q1", "q2", "q3", "q4", "q5", "q6"])
+        ]
     seen: list[str] = []
     for step in range(12):
         body = {
@@ -125,6 +135,9 @@ def test_the_same_learner_through_v1_and_v2_gets_the_same_recommendations_and_st
         expected = two.next_items("ada", "algebra", mode=mode, limit=3, app="school")
         got = [a["asset_id"] for a in r.body["data"]]
         assert got == [s.item_id for s in expected], f"step {step}"
+        if not got:  # review: nothing due any more (one answer reviews its unit's memory)
+            assert mode == "review" and step > 0
+            break
         # the learner works on the first recommended asset
         asset_id = got[0]
         seen.append(asset_id)

@@ -359,18 +359,36 @@ def test_next_assets_errors(api: V1Api, engine: Engine) -> None:
     assert snapshot(engine) == before
 
 
-def test_review_mode(api: V1Api) -> None:
-    post(
-        api,
-        "/v1/user-events",
-        {"user_events": [answer("q1", "incorrect", 1), answer("q3", "correct", 2)]},
-    )
+def test_review_mode_serves_what_is_due_most_overdue_first(api: V1Api) -> None:
+    month_ago = [answer("q1", "incorrect", 1), answer("q3", "correct", 2)]
+    for event in month_ago:
+        event["timestamp"] = event["timestamp"].replace("2024-05-01", "2024-04-01")
+    post(api, "/v1/user-events", {"user_events": month_ago})
     r = post(
         api,
         "/v1/next-assets",
-        next_body(mode={"type": "review", "attributes": {"anything": 1}}, limit=2),
+        next_body(mode={"type": "review", "attributes": {"anything": 1}}, limit=3),
     )
-    assert r.status == 200 and len(r.body["data"]) == 2
+    # only the two exercises answered, the lapse (lower stability, lower recall) first; nothing unseen
+    assert r.status == 200 and r.body["data"] == [
+        {"asset_id": "q1", "asset_type": "exercise"},
+        {"asset_id": "q3", "asset_type": "exercise"},
+    ]
+    assert "nothing_due" not in r.body
+
+
+def test_review_mode_with_nothing_due_says_so_and_when(api: V1Api) -> None:
+    new = post(api, "/v1/next-assets", next_body(mode={"type": "review"}))
+    assert new.status == 200 and new.body["data"] == []
+    assert new.body["nothing_due"]["reason"]["keyword"] == "nothing_due"
+    assert new.body["nothing_due"]["next_due_at"] is None and new.body["nothing_due"]["next_asset_id"] is None
+    post(api, "/v1/user-events", {"user_events": [answer("q3", "correct", 1)]})  # two hours before NOW
+    r = post(api, "/v1/next-assets", next_body(mode={"type": "review"}))
+    assert r.status == 200 and r.body["data"] == []
+    idle = r.body["nothing_due"]
+    # a first right answer: stability 3.7145 days, recall 0.9 after exactly that
+    assert idle["next_asset_id"] == "q3" and idle["next_due_at"] == "2024-05-05T03:09:52.800Z"  # 10:01 + 3.7145 d
+    assert "nothing due: the 1 items met are recalled at 0.90 or above" in idle["reason"]["description"]
 
 
 # -- status ----------------------------------------------------------------------------------------

@@ -184,7 +184,7 @@ def test_learn_reinserts_topics_that_are_being_forgotten() -> None:
 
 
 # -- review -------------------------------------------------------------------------------------
-def test_review_goes_to_the_gaps() -> None:
+def test_review_serves_the_most_overdue_answered_topic_first_and_nothing_unseen() -> None:
     engine, clock, cid = course_engine(n_chapters=1, topics_per_chapter=3, items_per_topic=6)
     start = clock()
     events = []
@@ -197,19 +197,24 @@ def test_review_goes_to_the_gaps() -> None:
             {"type": "attempt", "item_id": f"ch1-t2-q{k + 1}", "catalog_id": cid, "timestamp": when, "score": 0}
         )
     engine.upsert_events("u", events)
-    clock.advance(3600)
-    recs = scripted(engine, clock, cid, user="u", mode="review", steps=6, score=lambda i, t: 0.0)
-    topics = [r.topic_id for r in recs]
-    assert topics.count("ch1-t2") >= 5, topics
-    assert "ch1-t3" not in topics  # only covered content
-    assert all(r.reason.keyword in {"predicted_knowledge_gap", "knowledge_retention"} for r in recs)
+    clock.advance(7 * 86400)
+    recs = scripted(engine, clock, cid, user="u", mode="review", steps=2, score=lambda i, t: 1.0)
+    # the lapsed topic (lowest stability, lowest recall) first, then the other; never 'ch1-t3'
+    assert [r.topic_id for r in recs] == ["ch1-t2", "ch1-t1"]
+    assert [r.item_id for r in recs] == ["ch1-t2-q1", "ch1-t1-q1"]  # (the item answered longest ago)
+    assert all(r.reason.keyword == "knowledge_retention" for r in recs)
+    assert recs[0].reason.description.startswith("due since 2025-01-")
+    assert "predicted recall 0." in recs[0].reason.description and "< 0.90)" in recs[0].reason.description
 
 
-def test_review_probes_with_informative_items_when_coverage_is_thin() -> None:
+def test_review_of_a_new_learner_recommends_nothing_and_says_why() -> None:
     engine, clock, cid = course_engine(n_chapters=1, topics_per_chapter=2, items_per_topic=4)
-    recs = scripted(engine, clock, cid, user="new", mode="review", steps=1, score=lambda i, t: 1.0)
-    assert recs[0].reason.keyword == "predicted_knowledge_gap"
-    assert "coverage is thin" in recs[0].reason.description
+    context = engine.create_session({"user_id": "new", "catalog_id": cid, "mode": {"type": "review"}, "filter": {}})
+    step = engine.adaptive_step(context)
+    assert step.recommendation is None
+    assert step.nothing_due is not None and step.nothing_due.reason.keyword == "nothing_due"
+    assert "no item in the filter was answered yet" in step.nothing_due.reason.description
+    assert step.nothing_due.next_due_at is None
 
 
 # -- determinism ------------------------------------------------------------------------------------

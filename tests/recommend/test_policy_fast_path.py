@@ -75,7 +75,9 @@ def _learn_policies(draw: st.DrawFn) -> LearnPolicy:
 
 _POLICIES = st.one_of(
     _learn_policies().map(lambda p: (p, ReferenceLearnPolicy(**_fields(p)))),
-    st.integers(0, 4).map(lambda k: (ReviewPolicy(min_coverage=k), ReferenceReviewPolicy(min_coverage=k))),
+    st.sampled_from([None, 0.3, 0.9, 0.999]).map(
+        lambda r: (ReviewPolicy(desired_retention=r), ReferenceReviewPolicy(desired_retention=r))
+    ),
     st.tuples(st.integers(1, 6), st.sampled_from([0.0, 0.02, 0.5])).map(
         lambda kt: (AssessPolicy(top_k=kt[0], tolerance=kt[1]), ReferenceAssessPolicy(top_k=kt[0], tolerance=kt[1]))
     ),
@@ -130,6 +132,7 @@ def _views(
             last_failed=failed,
             state=state,
             predictions=predictions,
+            due_at_of=lambda: model.due_at(state, 0.9),
         )
 
     return one(), one()

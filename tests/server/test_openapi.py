@@ -294,7 +294,20 @@ def test_a_v1_course_gets_documented_answers(schemas: dict[str, Any]) -> None:
             "limit": 3,
         },
     )
-    assert len(nxt["data"]) == 3
+    # review serves only what was answered and is due: the one exercise answered, months ago
+    assert nxt["data"] == [{"asset_id": "q 1", "asset_type": "exercise"}]
+    idle = call(
+        "/v1/next-assets",
+        "post",
+        body={
+            "user": {"id": "newcomer", "type": "learner"},
+            "view_id": "course",
+            "filter": flt,
+            "mode": {"type": "review"},
+            "limit": 3,
+        },
+    )
+    assert idle["data"] == [] and idle["nothing_due"]["next_asset_id"] is None
     statuses = call(
         "/v1/user-filter-status",
         "post",
@@ -415,6 +428,14 @@ def test_a_v2_session_gets_documented_answers(schemas: dict[str, Any]) -> None:
         },
     )
     assert [s["proficiency"] is None for s in statuses["user_status_list"]] == [False, True, True]
+    # review: what u1 answered, months ago, is due; a newcomer has nothing due, and is told so
+    due = call("/v2/query-due-items", body={"user_id": "u1", "catalog_id": "cat1"})
+    assert due["due_now"] == len(due["items"]) == (recommendation["item_id"] == "e1")
+    assert call("/v2/query-due-items", body={"user_id": "u1", "catalog_id": "cat1", "filter": {}}) == due
+    review = {"user_id": "newcomer", "catalog_id": "cat1", "mode": {"type": "review"}, "filter": {}}
+    context = call("/v2/create-adaptive-session", body=review)["session_context"]
+    idle = call("/v2/adaptive-engine", body={"session_context": context})
+    assert idle["recommendation"] is None and idle["nothing_due"]["reason"]["keyword"] == "nothing_due"
     call("/v2/delete-catalog", body={"catalog_id": "cat1"})
     call("/v2/delete-items", body={"item_ids": ["e2"]})
     call("/v2/upsert-item-database", body={"items": items[:1] + items[2:]})

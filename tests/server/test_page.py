@@ -20,6 +20,7 @@ import time
 import wave
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -536,4 +537,52 @@ def test_the_learner_id_is_in_view_and_can_be_changed(server: Served, browser: B
     )
     assert not find(driver, "#session").is_displayed()
     assert shown_mastery(driver) == api_mastery(server, "page-third-learner")
+    no_console_errors(driver)
+
+
+def test_review_shows_what_is_due_and_serves_it_most_overdue_first(
+    server: Served, browser: Browser, screens: Path
+) -> None:
+    driver = browser.driver
+    user = "page-reviewer"
+    month_ago = datetime.now(UTC) - timedelta(days=30)
+    answers = [("ch1-t1-q1", 1), ("ch1-t1-q2", 1), ("ch1-t2-q1", 0), ("ch1-t2-q2", 1)]
+    events = [
+        {
+            "type": "attempt",
+            "item_id": item,
+            "catalog_id": "sample-course",
+            "timestamp": (month_ago + timedelta(minutes=k)).isoformat(),
+            "score": score,
+        }
+        for k, (item, score) in enumerate(answers)
+    ]
+    server.v2("upsert-events", {"user_id": user, "events": events})
+    due = server.v2("query-due-items", {"user_id": user, "catalog_id": "sample-course"})
+    assert due["due_now"] == 4 and [d["item_id"] for d in due["items"]][:1] == ["ch1-t2-q1"]  # the lapse first
+    open_page(driver, server, user)
+    wait(driver, lambda d: find(d, "#review").is_displayed())
+    assert status(driver, "due-status")["Due now"] == "4"
+    listed = [li.get_attribute("data-item") for li in driver.find_elements(By.CSS_SELECTOR, "#due-list li")]
+    assert listed == [d["item_id"] for d in due["items"]]
+    assert "due since" in find(driver, "#due-list").text and "recall" in find(driver, "#due-list").text
+    driver.save_screenshot(str(screens / "6-review-due.png"))
+    start(driver, "review", 10)
+    seen = []
+    for step in range(6):
+        if find(driver, "#session").get_attribute("data-stop") == "true" or find(driver, "#stopped").is_displayed():
+            break
+        rec = recommendation(driver)
+        assert rec["keyword"] == "knowledge_retention" and "due since" in rec["description"]
+        seen.append(rec["item"])
+        find(driver, "#answers button").click()  # "I got it right"
+        answered(driver, step + 1)
+    else:
+        pytest.fail("the review session never ran out of due items")
+    # the lapsed topic first, then the other; one answer reviews its topic; nothing unseen
+    assert seen == ["ch1-t2-q1", "ch1-t1-q1"]
+    assert "nothing due" in find(driver, "#stop-reason").text
+    shown = status(driver, "due-status")
+    assert shown["Due now"] == "0" and shown["Next review"] != "nothing answered yet"
+    driver.save_screenshot(str(screens / "7-review-nothing-due.png"))
     no_console_errors(driver)

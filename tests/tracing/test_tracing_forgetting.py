@@ -83,3 +83,35 @@ def test_vectorised_recall_and_naive_datetime() -> None:
         as_epoch_seconds(datetime(2024, 1, 1))
     with pytest.raises(ValueError, match="17 values"):
         MemoryModel(weights=(1.0,))
+
+
+@given(
+    stability=st.floats(0.01, 5000.0),
+    retention=st.floats(0.05, 0.99),
+    time_scale=st.sampled_from([0.25, 1.0, 8.0]),
+)
+def test_the_interval_is_where_the_recall_falls_to_the_retention(
+    stability: float, retention: float, time_scale: float
+) -> None:
+    model = MemoryModel(time_scale=time_scale)
+    days = float(model.interval_days(stability, retention))
+    memory = Memory(stability=stability, difficulty=5.0, last_review=0.0)
+    assert model.recall(memory, days * DAY_SECONDS) == pytest.approx(retention, rel=1e-9)
+    assert model.recall(memory, days * DAY_SECONDS * 1.01) < retention < model.recall(memory, days * DAY_SECONDS * 0.99)
+
+
+def test_due_at_is_each_topics_last_review_plus_its_interval() -> None:
+    from learnloop.tracing import Event, ItemParams, LearnerModel, TopicStructure
+
+    items = ItemParams.from_catalog(
+        item_topic=[0, 1], difficulty=[0.5, 0.5], scorable=[True, True], is_theory=[False, False]
+    )
+    model = LearnerModel(TopicStructure.from_arrays([-1, -1]), items, memory_model=MemoryModel(time_scale=2.0))
+    state = model.update(model.new_state(), Event(item=0, kind="attempt", score=1.0, timestamp=DAY_SECONDS))
+    due = model.due_at(state, 0.9)
+    assert due[0] == pytest.approx(DAY_SECONDS + FSRS_WEIGHTS[2] / 2.0 * DAY_SECONDS)  # R(S) = 0.9, clock x2
+    assert np.isnan(due[1])  # never reviewed
+    recall = model.recall(state, due[0])
+    assert recall[0] == pytest.approx(0.9) and np.isnan(recall[1])
+    with pytest.raises(ValueError, match="retention"):
+        model.due_at(state, 1.0)

@@ -47,6 +47,7 @@ from learnloop.api._v1_models import (
 )
 from learnloop.engine import Engine
 from learnloop.errors import ContextError, NotFoundError, ValidationError
+from learnloop.recommend.due import nothing_due
 
 __all__ = ["V1Api", "V1Limits"]
 
@@ -349,13 +350,24 @@ class V1Api:
                 user_id, catalog_id, mode=body.mode.type, mask=mask, limit=body.limit, app=app
             )
             index = self.engine.catalog_index(catalog_id, app=app)
+            idle = None
+            if body.mode.type == "review" and not suggestions and mask.any():
+                due = self.engine.due(user_id, catalog_id, app=app)
+                met = [d for d in due if mask[index.position(d.item_id, d.topic_id) or 0]]  # (every one is placed)
+                retention = self.engine.learner_options_for(catalog_id, app=app).desired_retention
+                idle = nothing_due(met, retention).model_dump(mode="json")
         original = {internal_id(a["asset_id"]): a["asset_id"] for a in view["assets"]}
         data = []
         for s in suggestions:
             position = index.position(s.item_id)
             kind = "exercise" if position is not None and index.scorable[position] else "theory"
             data.append({"asset_id": original.get(s.item_id, s.item_id), "asset_type": kind})
-        return ApiResponse(200, {"data": data, "duplicate_events": batch.duplicates, "warnings": batch.warnings})
+        answer: dict[str, Any] = {"data": data, "duplicate_events": batch.duplicates, "warnings": batch.warnings}
+        if idle is not None:  # review with nothing due: why, and when the next asset falls due
+            asset = idle.pop("next_item_id")
+            idle.pop("next_topic_id")
+            answer["nothing_due"] = {**idle, "next_asset_id": None if asset is None else original.get(asset, asset)}
+        return ApiResponse(200, answer)
 
     @staticmethod
     def _status(status: Any) -> dict[str, float]:

@@ -34,7 +34,7 @@ from learnloop.errors import (
     NotFoundError,
     ValidationError,
 )
-from learnloop.events import ContextEvent, PlainEvent
+from learnloop.events import ContextEvent, PlainEvent, format_timestamp
 from learnloop.recommend.session import SessionSpec
 
 __all__ = ["V2Api"]
@@ -67,6 +67,13 @@ class UserStatusRequest(BaseModel):
     user_id: Identifier
     catalog_id: Identifier
     filter_list: tuple[Filter, ...]
+
+
+class DueItemsRequest(BaseModel):
+    model_config = _CLOSED
+    user_id: Identifier
+    catalog_id: Identifier
+    filter: Filter | None = None
 
 
 class UpsertEventsRequest(BaseModel):
@@ -159,6 +166,7 @@ class V2Api:
             "/v2/adaptive-engine": (AdaptiveEngineRequest, self._adaptive_engine),
             "/v2/user-status": (UserStatusRequest, self._user_status),
             "/v2/upsert-events": (UpsertEventsRequest, self._upsert_events),
+            "/v2/query-due-items": (DueItemsRequest, self._query_due_items),
         }
 
     def handle(
@@ -267,11 +275,33 @@ class V2Api:
             if exc.kind != "session":
                 raise
             return _error(404, f"session_context: {exc}")  # the session the context names
-        return _data(step.model_dump(mode="json"))
+        return _data(step.model_dump(mode="json"))  # (nothing_due only when set: review with nothing due)
 
     def _user_status(self, app: str, request: UserStatusRequest) -> ApiResponse:
         statuses = self.engine.user_status(request.user_id, request.catalog_id, request.filter_list, app=app)
         return _data({"user_status_list": [s.model_dump(mode="json") for s in statuses]})
+
+    def _query_due_items(self, app: str, request: DueItemsRequest) -> ApiResponse:
+        """This service's addition: what review would serve (``Engine.due`` over the filter's items)."""
+        cid = request.catalog_id
+        with self.engine.atomic():  # (the content cannot change between the mask and the list)
+            index = self.engine.catalog_index(cid, app=app)
+            mask = self.engine.filter_mask(cid, request.filter, app=app)
+            due = self.engine.due(request.user_id, cid, app=app)
+            retention = self.engine.learner_options_for(cid, app=app).desired_retention
+        items = [
+            {
+                "item_id": d.item_id,
+                "topic_id": d.topic_id,
+                "recall": d.recall,
+                "due_at": format_timestamp(d.due_at),
+                "overdue": d.overdue,
+            }
+            for d in due
+            if mask[index.position(d.item_id, d.topic_id) or 0]  # (every one is placed)
+        ]
+        due_now = sum(1 for i in items if i["overdue"])
+        return _data({"desired_retention": retention, "due_now": due_now, "items": items})
 
     def _upsert_plain_events(self, app: str, body: Any) -> ApiResponse | None:
         """``upsert-events`` without a model per event, for a body valid on its face; None when the models must

@@ -10,8 +10,9 @@ from learnloop.engine.core import Engine
 from learnloop.engine.learners.batch import ContextEvents, PlainEvents
 from learnloop.engine.options import LearnerOptions
 from learnloop.engine.repository.catalog_model import CatalogModel
+from learnloop.recommend.results import DueItem
 
-__all__ = ["CatalogModel", "ContextEvents", "Engine", "LearnerOptions", "PlainEvents"]
+__all__ = ["CatalogModel", "ContextEvents", "DueItem", "Engine", "LearnerOptions", "PlainEvents"]
 
 # the public classes say where they are imported from
 for _class in (CatalogModel, Engine, LearnerOptions):

@@ -34,6 +34,7 @@ from learnloop.engine.sessions.sessions import Sessions
 from learnloop.limits import Limits
 from learnloop.recommend import (
     AdaptiveStep,
+    DueItem,
     LearnerView,
     Policy,
     SessionSpec,
@@ -368,6 +369,15 @@ class Engine:
         return self._learners.predict(user_id, catalog_id, item_ids, topic_id=topic_id, app=app)
 
     @shared
+    def due(
+        self, user_id: str, catalog_id: str, *, at: datetime | str | None = None, app: str = "default"
+    ) -> list[DueItem]:
+        """The items the learner has answered, with the predicted recall at ``at`` (None: now) and
+        when each falls below the catalog's desired retention: the due ones first, lowest recall
+        first (review mode's order), then the others soonest first (docs/sessions.md, "Review")."""
+        return self._learners.due(user_id, catalog_id, at=at, app=app)
+
+    @shared
     def learner_view(self, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
         """What the policies see of a learner now (for notebooks and tests)."""
         return self._learners.learner_view(user_id, catalog_id, app=app)
@@ -460,9 +470,9 @@ class Engine:
     ) -> list[Suggestion]:
         """A sequence of ``limit`` items for a learner outside a session.
 
-        No item repeats while the filter has items not yet in the sequence;
-        after that the sequence starts over. ``mask`` (a boolean array over the
-        catalog's item order) may replace ``filter``.
+        No item repeats while the filter has items not yet in the sequence, then it
+        starts over (review: the items due, each once). ``mask`` (a boolean array
+        over the catalog's item order) may replace ``filter``.
         """
         return self._sessions.next_items(user_id, catalog_id, mode=mode, filter=filter, mask=mask, limit=limit, app=app)
 

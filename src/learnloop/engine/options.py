@@ -27,7 +27,7 @@ class LearnerOptions:
     >>> LearnerOptions.of({"drfit": 0.05})
     Traceback (most recent call last):
     ...
-    learnloop.errors.ValidationError: unknown learner option 'drfit' (known: drift, failure_gain, hierarchy, memory_model, momentum_decay, momentum_var, novelty, parent_weight, practice_gain, prerequisite_weight, prior_var, skip_score, topic_var)
+    learnloop.errors.ValidationError: unknown learner option 'drfit' (known: desired_retention, drift, failure_gain, hierarchy, memory_model, momentum_decay, momentum_var, novelty, parent_weight, practice_gain, prerequisite_weight, prior_var, skip_score, topic_var)
     """
 
     prior_var: float = 1.0
@@ -43,6 +43,10 @@ class LearnerOptions:
     novelty: float = 0.0
     skip_score: float | None = None
     memory_model: Any = None
+    desired_retention: float = 0.9
+
+    #: the settings that are not the learner model's (left out of :meth:`as_kwargs`)
+    NOT_MODEL: ClassVar[tuple[str, ...]] = ("desired_retention",)
 
     #: the settings that may hold one value per topic (see :meth:`with_topic_rates`)
     TOPIC_RATES: ClassVar[tuple[str, ...]] = ("practice_gain", "failure_gain", "novelty")
@@ -62,10 +66,15 @@ class LearnerOptions:
             )
         return cls(**options)
 
+    def __post_init__(self) -> None:
+        retention = self.desired_retention
+        if not (isinstance(retention, int | float) and 0.0 < retention < 1.0):
+            raise ValidationError(f"desired_retention must be a number in (0, 1), got {retention!r}")
+
     def as_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :class:`~learnloop.tracing.LearnerModel` that differ from its defaults
         or that the engine sets (``None`` values left out)."""
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in self.NOT_MODEL}
         return {k: v for k, v in values.items() if v is not None}
 
     def with_topic_rates(

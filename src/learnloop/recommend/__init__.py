@@ -2,7 +2,15 @@
 
 from learnloop.recommend.context import ContextSigner
 from learnloop.recommend.policies import AssessPolicy, LearnPolicy, Pick, Policy, ReviewPolicy, policy_for
-from learnloop.recommend.results import AdaptiveStep, Reason, Recommendation, Suggestion, UserStatus
+from learnloop.recommend.results import (
+    AdaptiveStep,
+    DueItem,
+    NothingDue,
+    Reason,
+    Recommendation,
+    Suggestion,
+    UserStatus,
+)
 from learnloop.recommend.session import (
     Mode,
     SessionConstraint,
@@ -17,9 +25,11 @@ __all__ = [
     "AdaptiveStep",
     "AssessPolicy",
     "ContextSigner",
+    "DueItem",
     "LearnPolicy",
     "LearnerView",
     "Mode",
+    "NothingDue",
     "Pick",
     "Policy",
     "Reason",

@@ -9,8 +9,8 @@ the position, a reason keyword of the contract, and a description in words.
   topic whose prerequisites are not mastered while a ready topic remains,
   serving items of a desirable difficulty, re-inserting theory or an easier
   item after a failure, re-inserting forgotten topics, and exploring a little.
-- :class:`ReviewPolicy` serves covered content only, weakest predicted recall
-  or skill first; where coverage is thin, the most informative items.
+- :class:`ReviewPolicy` serves the items the learner has answered whose predicted
+  recall is below the desired retention, the lowest recall first; nothing else.
 - :class:`AssessPolicy` is computerized adaptive testing: maximum Fisher
   information with randomesque exposure control, no item twice.
 """
@@ -18,18 +18,19 @@ the position, a reason keyword of the contract, and a description in words.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from learnloop._types import BoolArray, IntArray
 from learnloop.recommend.candidates import Candidates, mask_topics, without
+from learnloop.recommend.due import due_order, moment_text
 from learnloop.recommend.view import (
     LearnerView,
     catalog_topics,
     exercise_positions,
     per_position,
     ready_topics,
-    topic_runs,
 )
 
 __all__ = ["AssessPolicy", "LearnPolicy", "Pick", "Policy", "ReviewPolicy", "policy_for"]
@@ -60,13 +61,17 @@ class Policy:
 
     ``select(view, eligible, *, previous, rng, administered=None) -> Pick | None``:
     the position picked must lie in ``eligible`` (a boolean mask over the
-    catalog's positions), ``None`` exactly when ``eligible`` is empty.
+    catalog's positions), ``None`` when ``eligible`` is empty, and otherwise only
+    for a policy whose ``passes`` is true (review, with nothing due).
     ``previous`` is the position recommended last (or None), ``rng`` the
     seeded generator of this step, ``administered`` the positions already
     given in this assessment (a policy may ignore it).
     """
 
     name = "policy"
+    #: whether the policy may pass (answer None) while positions are eligible: review does when
+    #: nothing is due
+    passes: ClassVar[bool] = False
 
     def select(
         self,
@@ -255,13 +260,21 @@ class LearnPolicy(Policy):
 
 @dataclass(frozen=True, kw_only=True)
 class ReviewPolicy(Policy):
-    """Weakest covered content first; most informative items where coverage is thin.
+    """What the learner has met and is forgetting: the most overdue item first.
 
-    Coverage is thin when fewer than ``min_coverage`` eligible items were attempted.
+    Only items the learner has answered are served (:mod:`learnloop.recommend.due`); one is
+    due when its predicted recall is below ``desired_retention`` (None: the catalog's, 0.9
+    unless set in its learner options). The due item of lowest recall comes first; with
+    nothing due the pick is None (the engine then says when the next item falls due).
     """
 
     name = "review"
-    min_coverage: int = 3
+    passes = True
+    desired_retention: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.desired_retention is not None and not 0.0 < self.desired_retention < 1.0:
+            raise ValueError(f"desired_retention must lie in (0, 1), got {self.desired_retention}")
 
     def select(
         self,
@@ -274,50 +287,20 @@ class ReviewPolicy(Policy):
     ) -> Pick | None:
         if not eligible.any():
             return None
-        index = view.index
-        candidates = Candidates(index, eligible, previous)
-        practised_topic = view.topic_attempts > 0
-        covered_topic = practised_topic & (candidates.exercises > 0)
-        attempted = view.attempted_count(eligible)
-        if attempted < self.min_coverage or not covered_topic.any():
-            pool = candidates.mask()
-            scorable = pool & index.scorable
-            pool = scorable if scorable.any() else pool
-            positions = np.flatnonzero(pool)
-            position = int(positions[np.argmax(view.information_at(positions))])
-            return Pick(
-                position,
-                "predicted_knowledge_gap",
-                f"coverage is thin ({attempted} items answered): item chosen for its information "
-                f"({float(view.information_at(position)):.3f}) at the current skill estimate",
-            )
-        # the exercises of eligible practised topics (less the previous item)
-        covered = candidates.figures.exercise_mask & per_position(index, practised_topic)
-        if candidates.dropped is not None:
-            covered[candidates.dropped] = False
-        positions = np.flatnonzero(covered)
-        topic_recall = np.where(np.isnan(view.recall), 1.0, view.recall)
-        if topic_runs(index).identity:  # (positions run topic by topic: each topic's recall repeated)
-            recall = np.repeat(topic_recall, np.where(covered_topic, candidates.exercises, 0))
-        else:
-            recall = topic_recall[index.item_topic[positions]]
-        skill = view.p_correct[positions]
-        score = 1.0 - skill * recall  # the gap, less 0.001 per attempt below
-        where, attempts = view.attempted_at(positions)
-        score[where] = score[where] - 0.001 * attempts
-        best = int(np.argmax(score))
-        position = int(positions[best])
-        topic = _topic_name(view, position)
-        if 1.0 - recall[best] > 1.0 - skill[best]:
-            return Pick(
-                position,
-                "knowledge_retention",
-                f"topic '{topic}': predicted recall {recall[best]:.2f} is the weakest point",
-            )
+        order = due_order(view, eligible, self.desired_retention)
+        k = 0
+        if order.n_due > 1 and previous is not None and int(order.positions[0]) == previous:
+            k = 1  # (not the same item twice in a row while another is due)
+        if k >= order.n_due:
+            return None
+        position = int(order.positions[k])
+        recall, when = float(order.recall[k]), float(order.due_at[k])
+        since = f"due since {moment_text(when)} " if np.isfinite(when) else "due "
         return Pick(
             position,
-            "predicted_knowledge_gap",
-            f"topic '{topic}': predicted success {skill[best]:.2f} is among the lowest of covered content",
+            "knowledge_retention",
+            f"{since}(predicted recall {recall:.2f} < {order.retention:.2f}); "
+            f"topic '{_topic_name(view, position)}', answered before",
         )
 
 

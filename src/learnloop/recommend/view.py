@@ -208,6 +208,9 @@ class LearnerView:
     figures are read off the items met. ``predictions``: the carried
     predictions ``p_correct`` belongs to, whose per-topic sums are reused.
     ``recall_of`` may stand for ``recall``: it makes the array when first read.
+    ``desired_retention`` is the catalog's (review serves what fell below it), ``due_at_of``
+    makes each topic's due time (epoch seconds, NaN: never practised) when first read,
+    ``now`` is the time the recall was read at (epoch seconds).
     """
 
     def __init__(
@@ -225,6 +228,9 @@ class LearnerView:
         state: LearnerState | None = None,
         predictions: Predictions | None = None,
         recall_of: Callable[[], FloatArray] | None = None,
+        desired_retention: float = 0.9,
+        due_at_of: Callable[[], FloatArray] | None = None,
+        now: float | None = None,
     ) -> None:
         if state is None and (attempts is None or last_score is None or viewed is None):
             raise TypeError("a learner view needs attempts, last_score and viewed, or the learner state")
@@ -239,6 +245,15 @@ class LearnerView:
         self.state = state
         self.predictions = predictions
         self._given = {"attempts": attempts, "last_score": last_score, "viewed": viewed, "last_seen": last_seen}
+        self.desired_retention = desired_retention
+        self._due_at_of = due_at_of
+        self.now = now
+
+    @cached_property
+    def due_at(self) -> FloatArray | None:
+        """When each topic's predicted recall falls below ``desired_retention`` (epoch seconds,
+        NaN: never practised; None: not known)."""
+        return None if self._due_at_of is None else self._due_at_of()
 
     @property
     def recall(self) -> FloatArray:

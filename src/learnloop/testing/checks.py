@@ -11,7 +11,8 @@ sequence:
 
 - every recommendation names an item of its topic that matches the session filter;
 - a recommendation is missing exactly when no eligible item is left (the
-  filter, less the items of constraints already used up);
+  filter, less the items of constraints already used up), or, in review, when
+  nothing is due (then ``nothing_due`` says so, and it is set in no other case);
 - no ``max_recommendations`` constraint is ever exceeded;
 - ``interaction_count`` counts the events posted, ``duration_ms`` never
   decreases;
@@ -190,8 +191,10 @@ def session_violations(run: SessionRun) -> list[str]:
             if count + 1 > limit:
                 eligible &= ~mask
         rec = step.recommendation
+        if (step.nothing_due is not None) != (rec is None and run.spec.mode.type == "review" and eligible.any()):
+            problems.append(f"{where}: nothing_due is {step.nothing_due!r} with recommendation {rec!r}")
         if rec is None:
-            if eligible.any():
+            if eligible.any() and step.nothing_due is None:
                 problems.append(f"{where}: no recommendation although {int(eligible.sum())} items are eligible")
         else:
             if position is None:

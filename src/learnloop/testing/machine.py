@@ -165,7 +165,9 @@ class SessionMachine(RuleBasedStateMachine):
         eligible = eligible_positions(before, session.filter_mask, session.constraint_masks)
         rec = step.recommendation
         if rec is None:
-            assert not eligible.any(), f"{where}: no recommendation although {int(eligible.sum())} items are eligible"
+            assert step.nothing_due is not None or not eligible.any(), (
+                f"{where}: no recommendation although {int(eligible.sum())} items are eligible"
+            )
             assert after.recommendation_count == before.recommendation_count, where
         else:
             position = self.index.position(rec.item_id, rec.topic_id)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from learnloop._types import BoolArray, FloatArray
+from learnloop.recommend.due import moment_text
 from learnloop.recommend.policies import AssessPolicy, LearnPolicy, Pick, ReviewPolicy
 from learnloop.recommend.view import (
     LearnerView,
@@ -214,7 +215,7 @@ class ReferenceLearnPolicy(LearnPolicy):
 
 @dataclass(frozen=True, kw_only=True)
 class ReferenceReviewPolicy(ReviewPolicy):
-    """ReviewPolicy's selection over every position."""
+    """ReviewPolicy's selection over every position, sorted one item at a time."""
 
     def select(
         self,
@@ -228,39 +229,30 @@ class ReferenceReviewPolicy(ReviewPolicy):
         if not eligible.any():
             return None
         index = view.index
-        candidates = _without(eligible, previous)
-        practised_topic = reference_topic_figures(view)[0] > 0
-        covered = candidates & per_position(index, practised_topic) & exercise_positions(index)
-        attempted = view.attempted_count(eligible)
-        if attempted < self.min_coverage or not covered.any():
-            pool = candidates & index.scorable
-            pool = pool if pool.any() else candidates
-            positions = np.flatnonzero(pool)
-            position = int(positions[np.argmax(view.information_at(positions))])
-            return Pick(
-                position,
-                "predicted_knowledge_gap",
-                f"coverage is thin ({attempted} items answered): item chosen for its information "
-                f"({float(view.information_at(position)):.3f}) at the current skill estimate",
-            )
-        positions = np.flatnonzero(covered)
-        recall = view.recall[index.item_topic[positions]]
-        recall = np.where(np.isnan(recall), 1.0, recall)
-        skill = view.p_correct[positions]
-        gap = 1.0 - skill * recall
-        best = int(np.argmax(gap - 0.001 * view.attempts_at(positions)))
-        position = int(positions[best])
-        topic = _topic_name(view, position)
-        if 1.0 - recall[best] > 1.0 - skill[best]:
-            return Pick(
-                position,
-                "knowledge_retention",
-                f"topic '{topic}': predicted recall {recall[best]:.2f} is the weakest point",
-            )
+        retention = view.desired_retention if self.desired_retention is None else self.desired_retention
+        last_seen = view.last_seen
+        due_at = view.due_at
+        due = []
+        for position in range(index.n_items):
+            if not (eligible[position] and index.scorable[position] and view.attempts[position] > 0):
+                continue
+            recall = float(view.recall[index.item_topic[position]])
+            if recall < retention:
+                seen = -np.inf if last_seen is None or np.isnan(last_seen[position]) else float(last_seen[position])
+                due.append((recall, seen, position))
+        due.sort()
+        if len(due) > 1 and due[0][2] == previous:
+            due = due[1:]
+        if not due:
+            return None
+        recall, _, position = due[0]
+        when = np.nan if due_at is None else float(due_at[index.item_topic[position]])
+        since = f"due since {moment_text(when)} " if np.isfinite(when) else "due "
         return Pick(
             position,
-            "predicted_knowledge_gap",
-            f"topic '{topic}': predicted success {skill[best]:.2f} is among the lowest of covered content",
+            "knowledge_retention",
+            f"{since}(predicted recall {recall:.2f} < {retention:.2f}); "
+            f"topic '{_topic_name(view, position)}', answered before",
         )
 
 

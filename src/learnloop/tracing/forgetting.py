@@ -209,6 +209,19 @@ class MemoryModel:
             memory = self.review(memory, score=float(sc[i]), timestamp=float(ts[i]))
         return memory
 
+    def interval_days(self, stability: ArrayLike, retention: float) -> FloatArray:
+        """Days after a review at which the predicted recall falls to ``retention`` (in (0, 1)):
+        the forgetting curve solved for ``t``, ``t = S (R**-2 - 1) / F`` (``F`` = 19/81),
+        divided by ``time_scale``; NaN stability (never reviewed) gives NaN.
+
+        >>> MemoryModel().interval_days([1.0, 10.0], 0.9).round(6).tolist()
+        [1.0, 10.0]
+        """
+        if not 0.0 < retention < 1.0:
+            raise ValueError(f"retention must lie in (0, 1), got {retention}")
+        s = np.asarray(stability, dtype=np.float64)
+        return s * (retention**-2.0 - 1.0) / FSRS_FACTOR / self.time_scale  # type: ignore[no-any-return]
+
     def recall(self, memory: Memory, timestamp: datetime | float) -> float:
         """Predicted probability of recall at ``timestamp``."""
         elapsed = max(0.0, as_epoch_seconds(timestamp) - memory.last_review) / DAY_SECONDS

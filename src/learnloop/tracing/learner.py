@@ -337,6 +337,16 @@ class LearnerModel:
         out[state.memory_topics] = recall_probability(rows[:, STAB], elapsed)
         return out
 
+    def due_at(self, state: LearnerState, retention: float) -> FloatArray:
+        """When each topic's predicted recall falls below ``retention`` (epoch seconds; NaN: never
+        reviewed): the last review plus :meth:`MemoryModel.interval_days` of its stability. The
+        one place, with :meth:`recall`, where the memory model's clock is read for scheduling."""
+        out = self._never_reviewed.copy() if state.n_topics == self.topics.n_topics else np.full(state.n_topics, np.nan)
+        rows = state.memory_rows
+        days = self.memory_model.interval_days(rows[:, STAB], retention)
+        out[state.memory_topics] = rows[:, LAST] + days * 86400.0
+        return out
+
     def status(
         self,
         state: LearnerState,

@@ -64,6 +64,7 @@ def test_session_invariants(drawn: Any, data: st.DataObject) -> None:
     used = [0] * len(constraints)
     events: list[dict[str, Any]] = []
     previous = (0, 0)
+    answered: set[int] = set()
     for answer in data.draw(answers):
         result = engine.adaptive_step(context, events)
         status = result.session_status
@@ -86,15 +87,18 @@ def test_session_invariants(drawn: Any, data: st.DataObject) -> None:
         for c, cmask, n in zip(constraints, cmasks, used, strict=True):
             if n + 1 > math.floor(c["value"]):
                 blocked |= cmask
+        # nothing_due exactly when a review recommends nothing with items eligible
+        assert (result.nothing_due is not None) == (rec is None and mode == "review" and bool((mask & ~blocked).any()))
         if rec is None:
-            # null only when nothing is eligible
-            assert not (mask & ~blocked).any()
+            # null only when nothing is eligible, or in review when nothing is due
+            assert mode == "review" or not (mask & ~blocked).any()
             events = []
         else:
             position = index.position(rec.item_id, rec.topic_id)
             assert position is not None
             assert mask[position], "the recommendation matches the session filter"
             assert not blocked[position], "constraints are never violated"
+            assert mode != "review" or position in answered, "review serves only items answered before"
             for k, cmask in enumerate(cmasks):
                 used[k] += int(cmask[position])
             assert all(n <= math.floor(c["value"]) for n, c in zip(used, constraints, strict=True))
@@ -106,6 +110,8 @@ def test_session_invariants(drawn: Any, data: st.DataObject) -> None:
                 event |= {"type": "view_theory", "fraction_completed": answer}
             else:
                 event |= {"type": "attempt", "score": answer}
+                if index.scorable[position]:
+                    answered.add(position)
             events = [event]
         # user status stays within its bounds
         us = result.user_status

@@ -29,7 +29,8 @@ from learnloop.engine.repository.repository import ContentRepository
 from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
 from learnloop.events import Interaction, format_timestamp, parse_timestamp
 from learnloop.limits import Limits
-from learnloop.recommend import LearnerView, UserStatus
+from learnloop.recommend import DueItem, LearnerView, UserStatus
+from learnloop.recommend.due import due_items, due_order
 from learnloop.store import Store
 from learnloop.tracing import Status
 from learnloop.tracing.predictions import Predictions
@@ -190,13 +191,17 @@ class Learners:
             last_interaction_timestamp=None if last is None else format_timestamp(datetime.fromtimestamp(last, UTC)),
         )
 
-    def view(self, model: CatalogModel, entry: LearnerEntry, predictions: Predictions) -> LearnerView:
+    def view(
+        self, model: CatalogModel, entry: LearnerEntry, predictions: Predictions, *, at: float | None = None
+    ) -> LearnerView:
+        """What the policies see of the learner at ``at`` (epoch seconds; None: the clock's now)."""
         state = entry.state
         failed = None
         if entry.last_attempt is not None and entry.last_attempt[1] < 0.5:
             failed = entry.last_attempt[0]
-        now = self.clock().timestamp()
+        now = self.clock().timestamp() if at is None else at
         learner_model = model.model
+        retention = model.desired_retention
         return LearnerView(
             index=model.index,
             p_correct=predictions.p,
@@ -205,6 +210,9 @@ class Learners:
             state=state,
             predictions=predictions,
             recall_of=lambda: learner_model.recall(state, now),  # (made when a policy reads it)
+            desired_retention=retention,
+            due_at_of=lambda: learner_model.due_at(state, retention),
+            now=now,
         )
 
     def check_events_count(self, n: int) -> None:
@@ -364,6 +372,20 @@ class Learners:
             prev = int(index.item_topic[last[0]]) if last[0] >= 0 else -1
             p = echo.predict(p, index.item_topic[np.asarray(positions, dtype=np.intp)], prev, last[1])
         return dict(zip(wanted, p.tolist(), strict=True))
+
+    def due(
+        self, user_id: str, catalog_id: str, *, at: datetime | str | None = None, app: str = "default"
+    ) -> list[DueItem]:
+        """The items the learner has met in review order at ``at`` (see :mod:`learnloop.recommend.due`)."""
+        moment = None if at is None else parse_timestamp(at) if isinstance(at, str) else at
+        if moment is not None and moment.tzinfo is None:
+            raise ValidationError(f"at must be timezone-aware, got {moment.isoformat()}")
+        model = self.content.catalog_model(catalog_id, app=app)
+        entry = self.state(app, user_id, model)
+        predictions = self.predictions(app, user_id, model, entry, keep=False)
+        view = self.view(model, entry, predictions, at=None if moment is None else moment.timestamp())
+        everything = np.ones(model.index.n_items, dtype=bool)
+        return due_items(view, due_order(view, everything))
 
     def learner_view(self, user_id: str, catalog_id: str, *, app: str = "default") -> LearnerView:
         model = self.content.catalog_model(catalog_id, app=app)

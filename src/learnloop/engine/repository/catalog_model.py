@@ -31,6 +31,8 @@ class CatalogModel:
     index: CatalogIndex
     model: LearnerModel
     fingerprint: str
+    #: review's threshold: an item met is due when its predicted recall is below it
+    desired_retention: float = 0.9
     _derived: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -39,10 +41,12 @@ class CatalogModel:
         index: CatalogIndex,
         *,
         calibration: Mapping[str, Mapping[str, float]] | None = None,
+        desired_retention: float = 0.9,
         **model_options: Any,
     ) -> CatalogModel:
         """``calibration`` maps item ids to calibrated ``{"b": ..., "a": ...}``;
-        items without one keep their cold-start difficulty."""
+        items without one keep their cold-start difficulty. ``desired_retention`` is kept
+        beside the model (it is not part of the fingerprint: learner states do not depend on it)."""
         topics = catalog_topics(index)
         items = ItemParams.from_catalog(
             item_topic=index.item_topic,
@@ -65,7 +69,7 @@ class CatalogModel:
         for arr in (index.topic_parent, index.prerequisite_edges, index.item_topic, items.b, items.a):
             digest.update(np.ascontiguousarray(arr).tobytes())
         digest.update(repr(sorted(model_options.items())).encode())
-        return cls(index, LearnerModel(topics, items, **model_options), digest.hexdigest())
+        return cls(index, LearnerModel(topics, items, **model_options), digest.hexdigest(), desired_retention)
 
     def derived(self, name: str, make: Callable[[CatalogModel], _T]) -> _T:
         """A value derived from this catalog model, made once and kept with it (as

@@ -275,8 +275,10 @@ class ContentRepository:
         stored = records.calibration(self.store, app, catalog_id)
         calibration = None if stored is None else stored["items"]
         rates = None if stored is None else stored.get("topics")  # per-topic learning rates and novelty
-        options = self.learner_options_for(catalog_id, app=app).with_topic_rates(index.topic_ids, rates)
-        model = CatalogModel.build(index, calibration=calibration, **options)
+        learner_options = self.learner_options_for(catalog_id, app=app)
+        options = learner_options.with_topic_rates(index.topic_ids, rates)
+        retention = learner_options.desired_retention
+        model = CatalogModel.build(index, calibration=calibration, desired_retention=retention, **options)
         self._models.put((app, catalog_id), (index, version, model))
         return model
 

@@ -42,6 +42,7 @@ from learnloop.recommend import (
     Suggestion,
     policy_for,
 )
+from learnloop.recommend.due import due_items, due_order, nothing_due
 from learnloop.recommend.step import session_step
 from learnloop.store import Store
 from learnloop.store.base import json_doc
@@ -118,6 +119,8 @@ class Sessions:
         out: list[Suggestion] = []
         while len(out) < limit and mask.any():
             if not (mask & ~given).any():
+                if policy.passes:  # (review: the items due, once each)
+                    break
                 given = np.zeros(index.n_items, dtype=bool)  # every item given: start over
             pick, session = session_step(session, view, mask, (), policy, rng, exclude=given, administered=administered)
             if pick is None:
@@ -360,8 +363,12 @@ class Sessions:
             )
         user_status = self.learners.status(model, entry, mask, predictions)
         session_status = session.status(self.clock(), user_status.proficiency)
+        idle = None
+        if pick is None and spec.mode.type == "review" and mask.any():  # nothing due: say why, and when
+            retention = getattr(policy, "desired_retention", None) or model.desired_retention
+            idle = nothing_due(due_items(view, due_order(view, mask, retention)), retention)
         return AdaptiveStep(
-            recommendation=recommendation, user_status=user_status, session_status=session_status
+            recommendation=recommendation, user_status=user_status, session_status=session_status, nothing_due=idle
         ), session
 
 

@@ -348,6 +348,31 @@
       );
     });
     $("mastery-table").tBodies[0].replaceChildren(...rows);
+    await refreshDue();
+  }
+
+  // what review would serve: the items answered whose predicted recall fell below the desired retention
+  async function refreshDue() {
+    const data = await v2("query-due-items", { user_id: state.user, catalog_id: state.catalog.catalog_id });
+    const name = (d) => state.items.get(d.item_id)?.display_name ?? d.item_id;
+    const topic = (d) => state.nodes.get(d.topic_id)?.topic.display_name ?? d.topic_id;
+    const when = (iso) => new Date(iso).toLocaleString();
+    const due = data.items.filter((d) => d.overdue);
+    const next = data.items.find((d) => !d.overdue);
+    let upcoming = "nothing answered yet";
+    if (next) upcoming = `${name(next)} (${topic(next)}), ${when(next.due_at)}`;
+    else if (data.items.length) upcoming = "every item answered is due now";
+    fill($("due-status"), [
+      ["Due now", String(data.due_now)],
+      ["Next review", upcoming],
+    ]);
+    const shown = due.slice(0, 5).map((d) =>
+      el("li", { "data-item": d.item_id, text: `${name(d)} · ${topic(d)} · recall ${percent(d.recall)} · due since ${when(d.due_at)}` }),
+    );
+    if (due.length > shown.length) shown.push(el("li", { class: "more", text: `and ${due.length - shown.length} more` }));
+    $("due-list").replaceChildren(...shown);
+    $("review").dataset.dueNow = String(data.due_now);
+    $("review").hidden = false;
   }
 
   // ---- adaptive sessions -------------------------------------------------------------------
@@ -469,9 +494,9 @@
   function showStopped(data) {
     $("recommendation").hidden = true;
     const keys = data.session_status.satisfied_stopping_condition_keys;
-    const why = data.session_status.stop_session
-      ? keys.map((k) => `${STOPS[k] ?? k} (${k})`).join("; ")
-      : "no item of the session's topics is left to recommend";
+    let why = "no item of the session's topics is left to recommend";
+    if (data.session_status.stop_session) why = keys.map((k) => `${STOPS[k] ?? k} (${k})`).join("; ");
+    else if (data.nothing_due) why = data.nothing_due.reason.description;
     $("stop-reason").textContent = `Why: ${why}. ${data.session_status.interaction_count} interactions in ${duration(data.session_status.duration_ms)}; proficiency ${percent(data.user_status.proficiency)}.`;
     $("stopped").hidden = false;
     $("again").focus();
