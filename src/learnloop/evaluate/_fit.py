@@ -208,7 +208,7 @@ def fit_engine(
         refine=(),  # the engine keeps its own calibration of the items: settings only
         topic_rates=False,  # and its own per-topic rates (Engine.calibrate(..., topic_rates=True))
         echo=False,  # and its own answer echo (Engine.calibrate(..., echo=True))
-        forgetting=False,  # the engine's predictions carry no forgetting term yet
+        forgetting=False,  # settings only: Engine.fit fits and stores the forgetting term too
     )
     if not fit.interrupted:
         engine.set_learner_options(catalog_id, fit.options, app=app)

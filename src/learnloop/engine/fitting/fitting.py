@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
@@ -159,7 +160,8 @@ class Fitting:
         self.content.catalog_model(catalog_id, app=app)  # NotFoundError for an unknown catalog
         users: dict[str, int] = {}
         items: dict[str, int] = {}
-        learner, item, score, epoch, seq = [], [], [], [], []
+        learner, item, seq = array("q"), array("q"), array("q")  # 8 bytes per answer each, not a Python object
+        score, epoch = array("d"), array("d")
         for k, (key, stored) in enumerate(records.events(self.store, app, order="seq")):
             if key[1] != catalog_id:
                 continue
@@ -173,13 +175,13 @@ class Fitting:
             seq.append(k)
         user_ids = tuple(users)
         rank = np.argsort(np.argsort(np.asarray(user_ids, dtype=object)))  # learners ordered by id
-        codes = rank[np.asarray(learner, dtype=np.intp)] if learner else np.zeros(0, dtype=np.intp)
-        times = np.asarray(epoch, dtype=np.float64)
-        order = np.lexsort((np.asarray(seq, dtype=np.int64), times, codes))
+        codes = rank[np.frombuffer(learner, dtype=np.int64)] if learner else np.zeros(0, dtype=np.intp)
+        times = np.frombuffer(epoch, dtype=np.float64)
+        order = np.lexsort((np.frombuffer(seq, dtype=np.int64), times, codes))
         return EventColumns(
             learner=codes[order].astype(np.intp),
-            item=np.asarray(item, dtype=np.intp)[order],
-            correct=np.asarray(score, dtype=np.float64)[order],
+            item=np.frombuffer(item, dtype=np.int64).astype(np.intp)[order],
+            correct=np.frombuffer(score, dtype=np.float64)[order],
             time=times[order],
             learner_ids=tuple(sorted(user_ids)),
             item_ids=tuple(items),
