@@ -17,10 +17,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from os import PathLike
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from learnloop._types import BoolArray, Clock
 from learnloop.content import Catalog, CatalogIndex, Filter, Item, ItemAnnotation
+from learnloop.engine.fitting.fitting import FitOptions, FitResult, Fitting
 from learnloop.engine.learners.batch import ContextEvents, PlainEvents
 from learnloop.engine.learners.calibration import Calibration
 from learnloop.engine.learners.learners import Learners
@@ -89,6 +90,7 @@ class Engine:
         self._content = ContentRepository(self.store, self.limits, self.learner_options)
         self._learners = Learners(self.store, self._content, self.limits, clock, cache_bytes=cache_bytes)
         self._calibration = Calibration(self.store, self._content)
+        self._fitting = Fitting(self.store, self._content)
         self._sessions = Sessions(
             self.store,
             self._content,
@@ -421,27 +423,9 @@ class Engine:
         echo: bool = False,
         app: str = "default",
     ) -> dict[str, dict[str, float]]:
-        """Calibrate item difficulty (and discrimination, 2PL) from the event log.
-
-        Every scored attempt on the catalog's scorable items by users not in
-        ``exclude_users`` enters the fit; each item's prior is centred on its
-        cold-start difficulty, so sparse items stay near it. The result is
-        stored and used by the learner model from then on (learner states are
-        rebuilt). Returns ``{item_id: {"b": ..., "a": ..., "n": responses}}``.
-        ``ability_sd``: the learners' ability spread, fixed (1) or estimated
-        (None, Rasch; see :func:`learnloop.tracing.calibrate`). ``refine``
-        (``"b"`` or ``"ab"``): then fit the items to the learner model's own
-        next-response predictions on the log, as ``learnloop.evaluate.EngineModel``
-        does with the same option (see ``docs/models.md``). ``topic_rates``: then fit
-        the learning after a right and after a wrong answer and the novelty of each topic
-        with answers (PFA's per-skill learning rates, starting from and kept near the
-        catalog's learner options; ``EngineModel(topic_rates=True)``), stored with the
-        calibration and used by the learner model in place of the options' values
-        (another calibration without them drops them). ``echo``: last, fit the answer echo
-        (``learnloop.tracing.echo``, ``EngineModel(echo=True)``) on the log replayed with all
-        that; :meth:`predict` applies it from the learner's latest event when an answer (a
-        prediction-only term; sessions rank items by the model's own P(correct)).
-        """
+        """Calibrate item difficulty (and discrimination, 2PL) from the event log and store it;
+        returns ``{item_id: {"b": ..., "a": ..., "n": responses}}`` (the options: ``Calibration.calibrate``,
+        ``docs/models.md``)."""
         return self._calibration.calibrate(
             catalog_id,
             model=model,
@@ -454,6 +438,13 @@ class Engine:
             echo=echo,
             app=app,
         )
+
+    @shared
+    def fit(self, catalog_id: str, **options: Unpack[FitOptions]) -> FitResult:
+        """Fit the catalog's learner model to its own event log and store it if it predicts the
+        held-out learners better than the settings in use (``docs/fitting.md``; the options and their
+        defaults: :class:`FitOptions`). Safe while the engine serves; Ctrl-C or ``stop`` changes nothing."""
+        return self._fitting.fit(catalog_id, **options)
 
     # -- sessions -----------------------------------------------------------------
     @shared

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from tqdm.auto import tqdm
-
 from learnloop.content import CatalogIndex
 from learnloop.datasets import ResponseLog, from_columns
-from learnloop.engine import LearnerOptions
+from learnloop.engine import LearnerOptions, Search, search_options
 from learnloop.evaluate._models import EngineModel
-from learnloop.tracing import log_loss
 
 if TYPE_CHECKING:
     from learnloop.engine import Engine
@@ -25,16 +20,7 @@ __all__ = ["DEFAULT_GRID", "OptionsFit", "fit_engine", "fit_forgetting", "fit_op
 
 #: the values tried for each setting, in the order the coordinate search visits them; a
 #: tuple of names is one coordinate whose values are tuples (settings that only act together)
-DEFAULT_GRID: dict[str | tuple[str, ...], tuple[Any, ...]] = {
-    "hierarchy": ("nested", "additive"),
-    "drift": (0.0, 0.005, 0.02, 0.05, 0.1),
-    "topic_var": (0.1, 0.3, 0.6, 1.0),
-    "prior_var": (0.5, 1.0, 2.0),
-    "practice_gain": (0.0, 0.02, 0.05, 0.1),
-    "failure_gain": (-0.05, 0.0, 0.02, 0.05),
-    "novelty": (0.0, 0.3, 0.6, 1.0),
-    ("momentum_var", "momentum_decay"): ((0.0, 0.0),) + tuple(itertools.product((0.3, 1.0, 2.0), (0.5, 0.7, 0.9))),
-}
+DEFAULT_GRID: dict[str | tuple[str, ...], tuple[Any, ...]] = dict(Search.DEFAULT_GRID)
 
 
 @dataclass(frozen=True, repr=False)
@@ -103,10 +89,6 @@ class OptionsFit:
         )
 
 
-def _valid(options: dict[str, Any]) -> bool:
-    return not (options.get("momentum_var", 0.0) > 0.0 and options.get("hierarchy") != "additive")
-
-
 def fit_options(
     train: ResponseLog,
     *,
@@ -143,104 +125,25 @@ def fit_options(
     each fold's training part, on top of all that; the better of the two is kept if it lowers the
     mean validation log loss, else none.
     """
-    grid = dict(DEFAULT_GRID if grid is None else grid)
-    names = {n for key in grid for n in ((key,) if isinstance(key, str) else key)}
-    current = {k: v for k, v in dataclasses.asdict(LearnerOptions.of(start)).items() if k in names or k == "hierarchy"}
-    base = LearnerOptions.of(start)
-    parts = train.folds(folds, seed=seed)
-    calibrated = [EngineModel(calibrate=calibration).fit(fold_train).calibration_ for fold_train, _ in parts]
-    cache: dict[tuple[Any, ...], float] = {}
-    tried: list[tuple[dict[str, Any], float]] = []
-
-    def score(options: dict[str, Any]) -> float:
-        key = tuple(sorted(options.items()))
-        if key not in cache:
-            losses = []
-            for (_, valid), b in zip(parts, calibrated, strict=True):
-                model = EngineModel(dataclasses.replace(base, **options), index=index)
-                model.calibration_ = b
-                losses.append(log_loss(valid.correct, model.predict(valid)))
-            cache[key] = float(np.mean(losses))
-            tried.append((dict(options), cache[key]))
-        return cache[key]
-
-    steps = rounds * sum(len(v) for v in grid.values())
-    best = score(current)
-    interrupted = False
-    with tqdm(total=steps, disable=not progress, desc="fitting learner options", unit="setting") as bar:
-        try:
-            for _ in range(rounds):
-                before = best
-                for name, values in grid.items():
-                    for value in values:
-                        bar.update(1)
-                        changes = dict(zip(name, value, strict=True)) if isinstance(name, tuple) else {name: value}
-                        candidate = {**current, **changes}
-                        if not _valid(candidate):
-                            continue
-                        loss = score(candidate)
-                        if loss < best - 1e-7:
-                            best, current = loss, candidate
-                    bar.set_postfix(log_loss=f"{best:.4f}")
-                if best >= before - 1e-6:
-                    break
-        except KeyboardInterrupt:
-            interrupted = True
-    chosen = dataclasses.replace(base, **current)
-    refined: str | None = None
-    per_topic = False
-    echoed = False
-    forgot: str | None = None
-    rates: list[dict[str, dict[str, float]]] = [{} for _ in parts]
-    echoes: list[dict[str, Any] | None] = [None for _ in parts]
-    try:
-        for kind in () if interrupted else refine:
-            losses, items = [], []
-            for (fold_train, valid), b in zip(parts, calibrated, strict=True):
-                model = EngineModel(chosen, index=index, refine=kind)
-                model.calibration_ = dict(b)
-                model.refine_items(fold_train)
-                items.append(model.calibration_)
-                losses.append(log_loss(valid.correct, model.predict(valid)))
-            tried.append(({"refine": kind}, float(np.mean(losses))))
-            if tried[-1][1] < best - 1e-7:
-                best, refined, calibrated = tried[-1][1], kind, items
-        if topic_rates and not interrupted:
-            losses, fitted = [], []
-            for (fold_train, valid), b in zip(parts, calibrated, strict=True):
-                model = EngineModel(chosen, index=index)
-                model.calibration_ = b
-                model.fit_topic_rates(fold_train)
-                fitted.append(model.topic_rates_)
-                losses.append(log_loss(valid.correct, model.predict(valid)))
-            tried.append(({"topic_rates": True}, float(np.mean(losses))))
-            if tried[-1][1] < best - 1e-7:
-                best, per_topic, rates = tried[-1][1], True, fitted
-        if echo and not interrupted:
-            losses, fitted_echoes = [], []
-            for (fold_train, valid), b, r in zip(parts, calibrated, rates, strict=True):
-                model = EngineModel(chosen, index=index)
-                model.calibration_, model.topic_rates_ = b, r
-                model.fit_echo(fold_train)
-                fitted_echoes.append(model.echo_)
-                losses.append(log_loss(valid.correct, model.predict(valid)))
-            tried.append(({"echo": True}, float(np.mean(losses))))
-            if tried[-1][1] < best - 1e-7:
-                best, echoed, echoes = tried[-1][1], True, fitted_echoes
-        for kind in ("fsrs", "fitted") if forgetting and train.timed and not interrupted else ():
-            losses = []
-            for (fold_train, valid), b, r, e in zip(parts, calibrated, rates, echoes, strict=True):
-                model = EngineModel(chosen, index=index, forgetting=kind)
-                model.calibration_, model.topic_rates_, model.echo_ = b, r, e
-                model.fit_forgetting(fold_train)
-                losses.append(log_loss(valid.correct, model.predict(valid)))
-            tried.append(({"forgetting": kind}, float(np.mean(losses))))
-            if tried[-1][1] < best - 1e-7:
-                best, forgot = tried[-1][1], kind
-    except KeyboardInterrupt:
-        interrupted = True
+    found = search_options(
+        train,
+        start=start,
+        grid=grid,
+        folds=folds,
+        rounds=rounds,
+        seed=seed,
+        progress=progress,
+        index=index,
+        calibration=calibration,
+        refine=refine,
+        topic_rates=topic_rates,
+        echo=echo,
+        forgetting=forgetting,
+        model=EngineModel,
+    )
     return OptionsFit(
-        chosen, best, tuple(tried), interrupted, refined, per_topic, echoed, calibration, index, forgot
+        found.options, found.log_loss, found.tried, found.interrupted, found.refine, found.topic_rates,
+        found.echo, found.calibration, index, found.forgetting,
     )  # fmt: skip
 
 
@@ -305,7 +208,7 @@ def fit_engine(
         refine=(),  # the engine keeps its own calibration of the items: settings only
         topic_rates=False,  # and its own per-topic rates (Engine.calibrate(..., topic_rates=True))
         echo=False,  # and its own answer echo (Engine.calibrate(..., echo=True))
-        forgetting=False,  # the engine's predictions carry no forgetting term yet
+        forgetting=False,  # settings only: Engine.fit fits and stores the forgetting term too
     )
     if not fit.interrupted:
         engine.set_learner_options(catalog_id, fit.options, app=app)

@@ -7,21 +7,15 @@ of every response of ``log`` from the same learner's earlier responses only
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from learnloop._types import FloatArray
 from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.datasets import ResponseLog
-from learnloop.engine import CatalogModel, LearnerOptions
-from learnloop.tracing import BKT, Sequences, calibrate, log_loss, predict_sequences
-from learnloop.tracing.calibration import refine_step
-from learnloop.tracing.echo import Echo, fit_echo, previous_answers
-from learnloop.tracing.rates import fit_topic_rates
-from learnloop.tracing.replay import trace_many
-from learnloop.tracing.retention import Forgetting, fit_forgetting, memory_trace
+from learnloop.engine import LogModel, Responses
+from learnloop.tracing import BKT, Sequences, log_loss, predict_sequences
 
 __all__ = ["BKTModel", "EngineModel", "GlobalMean", "ItemMean", "Model", "SkillMean"]
 
@@ -188,39 +182,23 @@ class BKTModel:
         return np.where(counts > 0, sums / np.maximum(counts, 1), self.mean_)
 
 
-class EngineModel:
+class EngineModel(LogModel):
     """The engine's learner model (:class:`learnloop.tracing.LearnerModel` on the log's
     catalog, one topic per skill, as :class:`learnloop.Engine` builds it), with item
     difficulties calibrated on the training log: Rasch (with the learners' ability spread
     estimated) when ``calibrate`` is True, 2PL (discriminations too) when it is ``"2pl"``,
-    none when False.
+    none when False. The model is the engine's own fitted model (``learnloop.engine``'s
+    ``LogModel``, what :meth:`learnloop.Engine.fit` fits); here it also runs without a catalog.
 
     ``refine``: then fit the items to the model's own next-response predictions on the training
-    log, ``refine_iterations`` Gauss-Newton steps (:func:`learnloop.tracing.calibration.refine_step`),
-    each from a fresh replay: ``"b"`` the difficulties, ``"ab"`` difficulties and discriminations
-    (None: keep the static calibration). A static calibration takes each learner's ability as
-    constant; the online model sees it move with every answer, so the difficulty that predicts
-    best from a learner's past differs, e.g. for items met mostly early or late in a course.
-
-    ``topic_rates``: then fit the learning after a right and after a wrong answer and the
-    novelty of each topic (PFA's per-skill learning rates) to the training log, as
-    :func:`learnloop.tracing.rates.fit_topic_rates` does (``topic_rate_steps`` Gauss-Newton steps
-    from the settings' values, kept near them); ``topic_rates_`` holds them by topic id, and
-    topics without a training answer keep the settings' values.
-
-    ``echo``: then fit the answer echo (:mod:`learnloop.tracing.echo`) to the model's predictions on
-    the training log and apply it in :meth:`predict`: a prediction-only term in the learner's previous
-    answer, weighted per (previous topic, topic) pair, for logs that repeat one answer on consecutive
-    rows (a multi-skill problem written once per skill); ``echo_`` holds it by topic id
-    (:meth:`Echo.to_doc`), None when not fitted.
-
-    ``forgetting``: last, bring the memory model into the prediction (:mod:`learnloop.tracing.retention`):
-    each answer's logit gets β log R, R the recall of the learner's memory of the topic after the gap
-    since the last answer on it, replayed with the log's times (``ResponseLog.time``). ``"fsrs"``: the
-    FSRS-4.5 weights on FSRS's clock, β = 1; ``"fitted"``: the clock scale and β (one per topic, kept
-    near the shared one) fitted to the training log's gaps (:meth:`fit_forgetting`); None: no term.
-    ``forgetting_`` holds it by topic id (:meth:`Forgetting.to_doc`), None when not used. A log without
-    times (``timed`` False) has made-up gaps of a minute: leave it None there.
+    log (``"b"`` the difficulties, ``"ab"`` difficulties and discriminations; None: keep the static
+    calibration). ``topic_rates``: then fit the learning after a right and after a wrong answer and
+    the novelty of each topic (PFA's per-skill learning rates); ``topic_rates_`` holds them by topic
+    id. ``echo``: then fit the answer echo (:mod:`learnloop.tracing.echo`), a prediction-only term in
+    the learner's previous answer; ``echo_`` holds it by topic id. ``forgetting``: last, the memory
+    model's term β log R on each answer's logit (:mod:`learnloop.tracing.retention`; ``"fsrs"``: the
+    FSRS-4.5 weights, β = 1; ``"fitted"``: clock scale and β per topic fitted to the training log's
+    gaps; None: no term; leave it None on a log without times). Each is described in ``docs/models.md``.
 
     Each learner's answers are replayed in order with :func:`learnloop.tracing.replay.trace_many`;
     an answer is posted on its item's first skill, as :meth:`ResponseLog.events` posts it.
@@ -229,198 +207,14 @@ class EngineModel:
     are the catalog's; an answer counts on its item's first position there.
     """
 
-    def __init__(
-        self,
-        options: LearnerOptions | Mapping[str, Any] | None = None,
-        *,
-        calibrate: bool | str = True,
-        name: str = "learnloop engine model",
-        progress: bool = False,
-        index: CatalogIndex | None = None,
-        refine: str | None = None,
-        refine_iterations: int = 2,
-        topic_rates: bool = False,
-        topic_rate_steps: int = 2,
-        echo: bool = False,
-        forgetting: str | None = None,
-    ) -> None:
-        if refine not in (None, "b", "ab"):
-            raise ValueError(f"refine must be None, 'b' or 'ab', got {refine!r}")
-        if forgetting not in (None, "fsrs", "fitted"):
-            raise ValueError(f"forgetting must be None, 'fsrs' or 'fitted', got {forgetting!r}")
-        self.forgetting = forgetting
-        self.forgetting_: dict[str, Any] | None = None
-        self.refine = refine
-        self.refine_iterations = refine_iterations
-        self.index = index
-        self.options = LearnerOptions.of(options)
-        self.calibrate = calibrate
-        self.name = name
-        self.progress = progress
-        self.calibration_: dict[str, dict[str, float]] = {}
-        self.topic_rates = topic_rates
-        self.topic_rate_steps = topic_rate_steps
-        self.topic_rates_: dict[str, dict[str, float]] = {}
-        self.echo = echo
-        self.echo_: dict[str, Any] | None = None
+    def catalog_of(self, log: Responses) -> tuple[CatalogIndex, dict[str, str]]:
+        if self.index is not None or not isinstance(log, ResponseLog):
+            return super().catalog_of(log)
+        items, catalog = log.catalog("log")
+        index = compile_catalog(catalog, {i.item_id: i for i in items})
+        return index, dict(zip(log.item_ids, log.catalog_item_ids, strict=True))
 
-    @property
-    def b_(self) -> dict[str, float]:
-        """The calibrated difficulty of each item seen in training, by item id."""
-        return {item: params["b"] for item, params in self.calibration_.items()}
-
-    def fit(self, train: ResponseLog) -> EngineModel:
-        self.calibration_ = {}
-        self.topic_rates_ = {}
-        self.echo_ = None
-        self.forgetting_ = None
-        if self.calibrate and train.n_responses:
-            kind: Literal["rasch", "2pl"] = "2pl" if self.calibrate == "2pl" else "rasch"
-            fit = calibrate(
-                train.learner,
-                train.item,
-                train.correct,
-                n_items=train.n_items,
-                n_persons=train.n_learners,
-                model=kind,
-                ability_sd=None if kind == "rasch" else 1.0,
-            )
-            seen = np.bincount(train.item, minlength=train.n_items) > 0
-            self.calibration_ = {
-                train.item_ids[i]: {"b": float(fit.b[i]), "a": float(fit.a[i])} for i in np.flatnonzero(seen).tolist()
-            }
-        if self.refine and train.n_responses:
-            self.refine_items(train)
-        if self.topic_rates and train.n_responses:
-            self.fit_topic_rates(train)
-        if self.echo and train.n_responses:
-            self.fit_echo(train)
-        if self.forgetting and train.n_responses:
-            self.fit_forgetting(train)
-        return self
-
-    def fit_forgetting(self, train: ResponseLog) -> EngineModel:
-        """Set the forgetting term (see ``forgetting``): the FSRS defaults, or fitted to the model's
-        predictions (items, rates and echo as fitted) and the gaps of ``train``."""
-        self.forgetting_ = None
-        cm = self.catalog_model(train)
-        topic_ids = cm.index.topic_ids
-        if self.forgetting != "fitted":
-            self.forgetting_ = Forgetting().to_doc(topic_ids)
-            return self
-        position = self._positions(cm, train)
-        p = np.clip(self._base(cm, position, train), 1e-9, 1.0 - 1e-9)
-        topic = cm.index.item_topic[position[train.item]]
-        group = train.learner.astype(np.int64) * len(topic_ids) + topic
-        fit = fit_forgetting(
-            np.log(p / (1.0 - p)), train.correct, group, train.time, topic, n_topics=len(topic_ids)
-        )  # fmt: skip
-        self.forgetting_ = fit.to_doc(topic_ids)
-        return self
-
-    def fit_echo(self, train: ResponseLog) -> EngineModel:
-        """Fit the answer echo to the model's predictions on ``train`` (items, refinement and per-topic
-        rates as fitted; see ``echo``)."""
-        self.echo_ = None
-        cm = self.catalog_model(train)
-        position = self._positions(cm, train)
-        p = np.clip(self._replay(cm, position, train), 1e-9, 1.0 - 1e-9)
-        topic = cm.index.item_topic[position[train.item]]
-        prev_topic, prev_score = previous_answers(topic, train.correct, train.first)
-        echo = fit_echo(np.log(p / (1.0 - p)), train.correct, topic, prev_topic, prev_score)
-        self.echo_ = echo.to_doc(cm.index.topic_ids)
-        return self
-
-    def fit_topic_rates(self, train: ResponseLog) -> EngineModel:
-        """Fit the per-topic learning rates and novelty to ``train``, the items as calibrated
-        (see ``topic_rates``)."""
-        self.topic_rates_ = {}
-        cm = self.catalog_model(train)
-        position = self._positions(cm, train)
-        bounds = np.flatnonzero(np.r_[train.first, True]).tolist()
-        runs = [
-            (position[train.item[start:stop]], train.correct[start:stop])
-            for start, stop in zip(bounds[:-1], bounds[1:], strict=True)
-        ]
-        fit = fit_topic_rates(cm.model, runs, steps=self.topic_rate_steps)
-        values = fit.as_options()
-        ids = cm.index.topic_ids
-        self.topic_rates_ = {
-            ids[t]: {name: float(values[name][t]) for name in LearnerOptions.TOPIC_RATES}
-            for t in np.flatnonzero(fit.responses).tolist()
-        }
-        return self
-
-    def refine_items(self, train: ResponseLog) -> EngineModel:
-        """Fit the calibrated items to the model's own predictions on ``train`` (see ``refine``)."""
-        ids = [item for item in train.item_ids if item in self.calibration_]
-        at = {item: k for k, item in enumerate(train.item_ids)}
-        rows = np.asarray([at[item] for item in ids], dtype=np.intp)
-        start_b = np.zeros(train.n_items)
-        start_a = np.ones(train.n_items)
-        start_b[rows] = [self.calibration_[item]["b"] for item in ids]
-        start_a[rows] = [self.calibration_[item].get("a", 1.0) for item in ids]
-        b, a = start_b.copy(), start_a.copy()
-        for _ in range(self.refine_iterations):
-            b, a = refine_step(
-                train.item,
-                train.correct,
-                self._replay(self.catalog_model(train), None, train),
-                b,
-                a,
-                b_prior_mean=start_b,
-                a_prior_mean=start_a,
-                a_prior_sd=0.3 if self.refine == "ab" else None,
-            )
-            self.calibration_ = {item: {"b": float(b[k]), "a": float(a[k])} for item, k in zip(ids, rows.tolist())}
-        return self
-
-    def catalog_model(self, log: ResponseLog) -> CatalogModel:
-        """The engine's compiled catalog and learner model for ``log``'s vocabulary."""
-        if self.index is not None:
-            index = self.index
-            ids = {raw: raw for raw in log.item_ids}
-        else:
-            items, catalog = log.catalog("log")
-            index = compile_catalog(catalog, {i.item_id: i for i in items})
-            ids = dict(zip(log.item_ids, log.catalog_item_ids, strict=True))
-        calibration = {ids[raw]: params for raw, params in self.calibration_.items() if raw in ids}
-        options = self.options.with_topic_rates(index.topic_ids, self.topic_rates_)
-        return CatalogModel.build(index, calibration=calibration, **options)
-
-    def _positions(self, cm: CatalogModel, log: ResponseLog) -> np.ndarray:
-        """The catalog position of each item of ``log``'s vocabulary."""
-        names = log.item_ids if self.index is not None else log.catalog_item_ids
-        found = [cm.index.position(i) for i in names]
-        missing = [raw for raw, p in zip(log.item_ids, found, strict=True) if p is None]
-        if missing:
-            raise ValueError(f"items not in catalog '{cm.index.catalog_id}': {missing[:5]}")
-        return np.asarray(found, dtype=np.intp)
-
-    def predict(self, log: ResponseLog) -> FloatArray:
-        cm = self.catalog_model(log)
-        position = self._positions(cm, log)
-        p = self._base(cm, position, log)
-        if self.forgetting_ is None:
-            return p
-        topic_ids = cm.index.topic_ids
-        topic = cm.index.item_topic[position[log.item]]
-        term = Forgetting.from_doc(self.forgetting_, topic_ids)
-        group = log.learner.astype(np.int64) * len(topic_ids) + topic
-        log_recall, _ = memory_trace(term.memory_model(), group, log.time, log.correct)
-        return term.predict(p, log_recall, topic)
-
-    def _base(self, cm: CatalogModel, position: np.ndarray, log: ResponseLog) -> FloatArray:
-        """The predictions before the forgetting term: the replay, with the echo when fitted."""
-        p = self._replay(cm, position, log)
-        if self.echo_ is None:
-            return p
-        topic = cm.index.item_topic[position[log.item]]
-        prev_topic, prev_score = previous_answers(topic, log.correct, log.first)
-        return Echo.from_doc(self.echo_, cm.index.topic_ids).predict(p, topic, prev_topic, prev_score)
-
-    def _replay(self, cm: CatalogModel, position: np.ndarray | None, log: ResponseLog) -> FloatArray:
-        """The learner model's P(correct) of each response of ``log`` from the same learner's earlier ones."""
-        position = self._positions(cm, log) if position is None else position
-        lengths = np.diff(np.flatnonzero(np.r_[log.first, True]))
-        return trace_many(cm.model, position[log.item], log.correct, lengths, progress=self.progress, desc=self.name)
+    def item_names(self, log: Responses) -> tuple[str, ...]:
+        if self.index is not None or not isinstance(log, ResponseLog):
+            return log.item_ids
+        return log.catalog_item_ids

@@ -69,6 +69,27 @@ class Calibration:
         echo: bool = False,
         app: str = "default",
     ) -> dict[str, dict[str, float]]:
+        """Calibrate item difficulty (and discrimination, 2PL) from the event log.
+
+        Every scored attempt on the catalog's scorable items by users not in
+        ``exclude_users`` enters the fit; each item's prior is centred on its
+        cold-start difficulty, so sparse items stay near it. The result is
+        stored and used by the learner model from then on (learner states are
+        rebuilt). Returns ``{item_id: {"b": ..., "a": ..., "n": responses}}``.
+        ``ability_sd``: the learners' ability spread, fixed (1) or estimated
+        (None, Rasch; see :func:`learnloop.tracing.calibrate`). ``refine``
+        (``"b"`` or ``"ab"``): then fit the items to the learner model's own
+        next-response predictions on the log, as ``learnloop.evaluate.EngineModel``
+        does with the same option (see ``docs/models.md``). ``topic_rates``: then fit
+        the learning after a right and after a wrong answer and the novelty of each topic
+        with answers (PFA's per-skill learning rates, starting from and kept near the
+        catalog's learner options; ``EngineModel(topic_rates=True)``), stored with the
+        calibration and used by the learner model in place of the options' values
+        (another calibration without them drops them). ``echo``: last, fit the answer echo
+        (``learnloop.tracing.echo``, ``EngineModel(echo=True)``) on the log replayed with all
+        that; ``Engine.predict`` applies it from the learner's latest event when an answer (a
+        prediction-only term; sessions rank items by the model's own P(correct)).
+        """
         if refine not in (None, "b", "ab"):
             raise ValidationError(f"refine must be None, 'b' or 'ab', got {refine!r}")
         cm = self.content.catalog_model(catalog_id, app=app)

@@ -366,11 +366,16 @@ class Learners:
             raise ValidationError([f"item '{i}' is not scorable: it has no P(correct)" for i in unscorable])
         entry = self.state(app, user_id, model)
         p = model.model.predict(entry.state, np.asarray(positions, dtype=np.intp))
-        model_now, echo = self.content.echo_for(catalog_id, app=app)
+        model_now, echo, forgetting = self.content.terms_for(catalog_id, app=app)
+        topics = index.item_topic[np.asarray(positions, dtype=np.intp)]
         if echo is not None and model_now is model:  # from the learner's last answer, if the latest event
             last = (-1, 0.0) if entry.last_attempt is None else entry.last_attempt
             prev = int(index.item_topic[last[0]]) if last[0] >= 0 else -1
-            p = echo.predict(p, index.item_topic[np.asarray(positions, dtype=np.intp)], prev, last[1])
+            p = echo.predict(p, topics, prev, last[1])
+        if forgetting is not None and model_now is model:  # beta log R of the topic's memory now (Engine.fit)
+            with np.errstate(divide="ignore"):
+                log_recall = np.log(model.model.recall(entry.state, self.clock()))
+            p = forgetting.predict(p, log_recall[topics], topics)
         return dict(zip(wanted, p.tolist(), strict=True))
 
     def due(

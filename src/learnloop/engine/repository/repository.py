@@ -39,6 +39,7 @@ from learnloop.errors import LimitExceededError, NotFoundError, ValidationError
 from learnloop.limits import Limits
 from learnloop.store import Store
 from learnloop.tracing.echo import Echo
+from learnloop.tracing.retention import Forgetting
 
 __all__ = ["ContentRepository"]
 
@@ -108,8 +109,10 @@ class ContentRepository:
         self._masks: LRUCache[tuple[str, str, str, str], BoolArray] = LRUCache(max_items=1024)
         # id(filter) -> (the filter, its key in _masks)
         self._filter_keys: dict[int, tuple[Filter, str]] = {}
-        # (app, catalog_id) -> (the catalog model it was read for, the stored answer echo or None)
-        self._echoes: LRUCache[tuple[str, str], tuple[CatalogModel, Echo | None]] = LRUCache(max_items=_ECHOES)
+        # (app, catalog_id) -> (the catalog model it was read for, the stored answer echo and forgetting term or None)
+        self._echoes: LRUCache[tuple[str, str], tuple[CatalogModel, Echo | None, Forgetting | None]] = LRUCache(
+            max_items=_ECHOES
+        )
 
     def clear_caches(self) -> None:
         """Drop every compiled form (after a rolled-back transaction)."""
@@ -277,6 +280,9 @@ class ContentRepository:
         rates = None if stored is None else stored.get("topics")  # per-topic learning rates and novelty
         learner_options = self.learner_options_for(catalog_id, app=app)
         options = learner_options.with_topic_rates(index.topic_ids, rates)
+        forgetting = None if stored is None else stored.get("forgetting")  # Engine.fit's memory model
+        if forgetting is not None:
+            options["memory_model"] = Forgetting.from_doc(forgetting, index.topic_ids).memory_model()
         retention = learner_options.desired_retention
         model = CatalogModel.build(index, calibration=calibration, desired_retention=retention, **options)
         self._models.put((app, catalog_id), (index, version, model))
@@ -285,6 +291,15 @@ class ContentRepository:
     def echo_for(self, catalog_id: str, *, app: str = "default") -> tuple[CatalogModel, Echo | None]:
         """The catalog's model and the answer echo stored with its calibration
         (``Engine.calibrate(..., echo=True)``), None without one."""
+        model, echo, _ = self.terms_for(catalog_id, app=app)
+        return model, echo
+
+    def terms_for(
+        self, catalog_id: str, *, app: str = "default"
+    ) -> tuple[CatalogModel, Echo | None, Forgetting | None]:
+        """The catalog's model and the prediction terms stored with its calibration: the answer echo
+        (``Engine.calibrate(..., echo=True)``, ``Engine.fit``) and the forgetting term (``Engine.fit``),
+        each None without one."""
         model = self.catalog_model(catalog_id, app=app)
         cached = self._echoes.get((app, catalog_id))
         if cached is not None and cached[0] is model:
@@ -292,8 +307,10 @@ class ContentRepository:
         found = records.calibration(self.store, app, catalog_id)
         stored = None if found is None else found.get("echo")
         echo = None if stored is None else Echo.from_doc(stored, model.index.topic_ids)
-        self._echoes.put((app, catalog_id), (model, echo))
-        return model, echo
+        forgotten = None if found is None else found.get("forgetting")
+        term = None if forgotten is None else Forgetting.from_doc(forgotten, model.index.topic_ids)
+        self._echoes.put((app, catalog_id), (model, echo, term))
+        return model, echo, term
 
     def learner_options_for(self, catalog_id: str, *, app: str = DEFAULT_APP) -> LearnerOptions:
         """The engine's learner options with the catalog's stored settings applied."""
@@ -320,6 +337,17 @@ class ContentRepository:
             raise ValidationError(f"learner options: {exc}") from None
         with self.store.atomic():
             records.put_learner_options(self.store, app, catalog_id, stored)
+            self.bump_version(app, touched(catalogs=[catalog_id]))
+
+    def put_fit(
+        self, catalog_id: str, options: LearnerOptions, calibration: Mapping[str, Any], *, app: str = DEFAULT_APP
+    ) -> None:
+        """Store a fitted catalog's learner options and calibration (items, per-topic rates, answer echo,
+        forgetting term) in one transaction: every process on the store moves to them at once."""
+        stored = {f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.name != "memory_model"}
+        with self.store.atomic():
+            records.put_learner_options(self.store, app, catalog_id, stored)
+            records.put_calibration(self.store, app, catalog_id, dict(calibration))
             self.bump_version(app, touched(catalogs=[catalog_id]))
 
     def _filter_key(self, flt: Filter | None) -> str:
