@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from learnloop import Engine
@@ -162,7 +162,11 @@ def _engine_with(retention: float) -> tuple[Engine, SimClock, str]:
 _INDEX = _engine_with(0.9)[0].catalog_index(_engine_with(0.9)[2])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+_Q1 = _INDEX.item_ids.index("ch1-t1-q1")
+
+
+@example(history=[(_Q1, 1.0, 0.0, "attempt"), (_Q1, 0.0, 0.0, "skip")], later=30.0, retention=0.9)  # (replaced)
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     history=st.lists(
         st.tuples(
@@ -198,7 +202,9 @@ def test_the_review_recommendation_is_the_head_of_the_due_list(
     engine.upsert_events(user_id, events)
     now = moment + timedelta(days=later)
     engine.clock = lambda: now
-    answered = {(e["item_id"], e["topic_id"]) for e in events if e["type"] == "attempt" and "score" in e}
+    # an event's key is its item and timestamp: a later event at the same millisecond replaces it
+    kept = {(e["item_id"], e["timestamp"]): e for e in events}.values()
+    answered = {(e["item_id"], e["topic_id"]) for e in kept if e["type"] == "attempt" and "score" in e}
     due = engine.due(user_id, cid)
     # Engine.due: the items answered, due ones first by recall, then by due time
     assert {(d.item_id, d.topic_id) for d in due} == answered
