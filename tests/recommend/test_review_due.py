@@ -261,3 +261,31 @@ def test_a_review_sequence_gives_each_item_due_once_even_when_every_item_is_due(
     assert all(d.overdue for d in engine.due("u", cid))
     sequence = [s.item_id for s in engine.next_items("u", cid, mode="review", limit=10)]
     assert sequence == [d.item_id for d in engine.due("u", cid)] and sorted(sequence) == items
+
+
+def test_a_review_policys_own_retention_dates_its_reasons() -> None:
+    clock = SimClock()
+    engine = Engine(seed=5, clock=clock, policies={"review": ReviewPolicy(desired_retention=0.95)})
+    items, catalog = sample_course(n_chapters=1, topics_per_chapter=1, items_per_topic=2)
+    engine.upsert_items(items)
+    engine.upsert_catalog(catalog)
+    cid = catalog.catalog_id
+    start = clock()
+    engine.upsert_events(
+        "u",
+        [
+            {
+                "type": "attempt",
+                "item_id": "ch1-t1-q1",
+                "catalog_id": cid,
+                "timestamp": format_timestamp(start),
+                "score": 1,
+            }
+        ],
+    )
+    clock.advance(2 * 86400)  # recall about 0.94: due under 0.95, not under the catalog's 0.9
+    assert not engine.due("u", cid)[0].overdue
+    rec = engine.adaptive_step(_review(engine, cid, "u")).recommendation
+    assert rec is not None and "< 0.95)" in rec.reason.description
+    fell = start + timedelta(days=3.7145 * (0.95**-2 - 1) / (19 / 81))  # about 1.84 days after the answer
+    assert f"due since {fell:%Y-%m-%dT%H:%M}" in rec.reason.description
