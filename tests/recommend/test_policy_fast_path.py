@@ -132,7 +132,7 @@ def _views(
             last_failed=failed,
             state=state,
             predictions=predictions,
-            due_at_of=lambda: model.due_at(state, 0.9),
+            due_at_of=lambda r: model.due_at(state, r),
         )
 
     return one(), one()

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from learnloop import Engine
@@ -162,7 +162,11 @@ def _engine_with(retention: float) -> tuple[Engine, SimClock, str]:
 _INDEX = _engine_with(0.9)[0].catalog_index(_engine_with(0.9)[2])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+_Q1 = _INDEX.item_ids.index("ch1-t1-q1")
+
+
+@example(history=[(_Q1, 1.0, 0.0, "attempt"), (_Q1, 0.0, 0.0, "skip")], later=30.0, retention=0.9)  # (replaced)
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     history=st.lists(
         st.tuples(
@@ -198,7 +202,9 @@ def test_the_review_recommendation_is_the_head_of_the_due_list(
     engine.upsert_events(user_id, events)
     now = moment + timedelta(days=later)
     engine.clock = lambda: now
-    answered = {(e["item_id"], e["topic_id"]) for e in events if e["type"] == "attempt" and "score" in e}
+    # an event's key is its item and timestamp: a later event at the same millisecond replaces it
+    kept = {(e["item_id"], e["timestamp"]): e for e in events}.values()
+    answered = {(e["item_id"], e["topic_id"]) for e in kept if e["type"] == "attempt" and "score" in e}
     due = engine.due(user_id, cid)
     # Engine.due: the items answered, due ones first by recall, then by due time
     assert {(d.item_id, d.topic_id) for d in due} == answered
@@ -255,3 +261,31 @@ def test_a_review_sequence_gives_each_item_due_once_even_when_every_item_is_due(
     assert all(d.overdue for d in engine.due("u", cid))
     sequence = [s.item_id for s in engine.next_items("u", cid, mode="review", limit=10)]
     assert sequence == [d.item_id for d in engine.due("u", cid)] and sorted(sequence) == items
+
+
+def test_a_review_policys_own_retention_dates_its_reasons() -> None:
+    clock = SimClock()
+    engine = Engine(seed=5, clock=clock, policies={"review": ReviewPolicy(desired_retention=0.95)})
+    items, catalog = sample_course(n_chapters=1, topics_per_chapter=1, items_per_topic=2)
+    engine.upsert_items(items)
+    engine.upsert_catalog(catalog)
+    cid = catalog.catalog_id
+    start = clock()
+    engine.upsert_events(
+        "u",
+        [
+            {
+                "type": "attempt",
+                "item_id": "ch1-t1-q1",
+                "catalog_id": cid,
+                "timestamp": format_timestamp(start),
+                "score": 1,
+            }
+        ],
+    )
+    clock.advance(2 * 86400)  # recall about 0.94: due under 0.95, not under the catalog's 0.9
+    assert not engine.due("u", cid)[0].overdue
+    rec = engine.adaptive_step(_review(engine, cid, "u")).recommendation
+    assert rec is not None and "< 0.95)" in rec.reason.description
+    fell = start + timedelta(days=3.7145 * (0.95**-2 - 1) / (19 / 81))  # about 1.84 days after the answer
+    assert f"due since {fell:%Y-%m-%dT%H:%M}" in rec.reason.description

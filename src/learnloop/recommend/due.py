@@ -63,7 +63,7 @@ def due_order(view: LearnerView, mask: BoolArray, retention: float | None = None
     positions, seen = _met(view, mask)
     topic = view.index.item_topic[positions]
     recall = np.asarray(view.recall[topic], dtype=np.float64)
-    due_topic = view.due_at
+    due_topic = view.due_at(retention)
     due_at = np.full(positions.size, np.nan) if due_topic is None else np.asarray(due_topic[topic], dtype=np.float64)
     due = recall < retention  # (NaN recall: never reviewed, not due)
     last = np.nan_to_num(seen, nan=-np.inf)

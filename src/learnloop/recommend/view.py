@@ -209,7 +209,7 @@ class LearnerView:
     predictions ``p_correct`` belongs to, whose per-topic sums are reused.
     ``recall_of`` may stand for ``recall``: it makes the array when first read.
     ``desired_retention`` is the catalog's (review serves what fell below it), ``due_at_of``
-    makes each topic's due time (epoch seconds, NaN: never practised) when first read,
+    makes each topic's due time under a retention (epoch seconds, NaN: never practised),
     ``now`` is the time the recall was read at (epoch seconds).
     """
 
@@ -229,7 +229,7 @@ class LearnerView:
         predictions: Predictions | None = None,
         recall_of: Callable[[], FloatArray] | None = None,
         desired_retention: float = 0.9,
-        due_at_of: Callable[[], FloatArray] | None = None,
+        due_at_of: Callable[[float], FloatArray] | None = None,
         now: float | None = None,
     ) -> None:
         if state is None and (attempts is None or last_score is None or viewed is None):
@@ -247,13 +247,15 @@ class LearnerView:
         self._given = {"attempts": attempts, "last_score": last_score, "viewed": viewed, "last_seen": last_seen}
         self.desired_retention = desired_retention
         self._due_at_of = due_at_of
+        self._due: dict[float, FloatArray] = {}
         self.now = now
 
-    @cached_property
-    def due_at(self) -> FloatArray | None:
-        """When each topic's predicted recall falls below ``desired_retention`` (epoch seconds,
-        NaN: never practised; None: not known)."""
-        return None if self._due_at_of is None else self._due_at_of()
+    def due_at(self, retention: float) -> FloatArray | None:
+        """When each topic's predicted recall falls below ``retention`` (epoch seconds, NaN: never
+        practised; None: not known), made once per retention."""
+        if self._due_at_of is not None and retention not in self._due:
+            self._due[retention] = self._due_at_of(retention)
+        return self._due.get(retention)
 
     @property
     def recall(self) -> FloatArray:

@@ -231,7 +231,7 @@ class ReferenceReviewPolicy(ReviewPolicy):
         index = view.index
         retention = view.desired_retention if self.desired_retention is None else self.desired_retention
         last_seen = view.last_seen
-        due_at = view.due_at
+        due_at = view.due_at(retention)
         due = []
         for position in range(index.n_items):
             if not (eligible[position] and index.scorable[position] and view.attempts[position] > 0):

@@ -211,7 +211,7 @@ class Learners:
             predictions=predictions,
             recall_of=lambda: learner_model.recall(state, now),  # (made when a policy reads it)
             desired_retention=retention,
-            due_at_of=lambda: learner_model.due_at(state, retention),
+            due_at_of=lambda r: learner_model.due_at(state, r),
             now=now,
         )
 
