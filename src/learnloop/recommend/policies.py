@@ -49,7 +49,7 @@ def _closest(view: LearnerView, positions: IntArray, target: float) -> int:
     distance = np.abs(view.p_correct[positions] - target)
     where, attempts = view.attempted_at(positions)  # (+ 0.02 * min(attempts, 5) at every position)
     distance[where] = distance[where] + 0.02 * np.minimum(attempts, 5)
-    return int(positions[np.argmin(distance)])
+    return int(positions[distance.argmin()])
 
 
 def _topic_name(view: LearnerView, position: int) -> str:
@@ -124,7 +124,7 @@ class LearnPolicy(Policy):
             return None
         mastered = view.mastered(threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak)
         ready_topic = ready_topics(index, mastered)
-        n_ready = int(np.dot(candidates.count, ready_topic))
+        n_ready = int(candidates.count @ ready_topic)
 
         # a little seeded exploration among ready content
         if n_ready > 1 and rng.random() < self.exploration:
@@ -153,7 +153,7 @@ class LearnPolicy(Policy):
         open_topic = (candidates.count > 0) & ~mastered
         if n_ready:
             open_topic &= ready_topic
-        topic = int(np.argmin(np.where(open_topic, candidates.first, index.n_items)))
+        topic = int(np.where(open_topic, candidates.first, index.n_items).argmin())
         if open_topic[topic]:
             in_topic = candidates.in_topic(topic)
             needs = catalog_topics(index).requires(topic)
@@ -226,7 +226,7 @@ class LearnPolicy(Policy):
             return None
         easier = in_topic[view.p_correct[in_topic] >= view.p_correct[failed]]
         pool = easier if len(easier) else in_topic
-        position = int(pool[np.argmin(np.abs(view.p_correct[pool] - self.target_success))])
+        position = int(pool[np.abs(view.p_correct[pool] - self.target_success).argmin()])
         return Pick(
             position,
             "observed_knowledge_gap",
@@ -236,20 +236,21 @@ class LearnPolicy(Policy):
 
     def _retention(self, view: LearnerView, candidates: Candidates, mastered: BoolArray) -> Pick | None:
         index = view.index
-        if not mastered.any():  # (the recall is not read)
+        # (counts and arg-extremes below: a fraction of the cost of any(), min() and max() on small arrays)
+        if not np.count_nonzero(mastered):  # (the recall is not read)
             return None
         due = mastered & (view.recall < self.retention_threshold)  # (NaN, never practised: not due)
-        if not due.any():  # no topic is due: no item is
+        if not np.count_nonzero(due):  # no topic is due: no item is
             return None
         due &= candidates.exercises > 0
-        if not due.any():
+        topics = due.nonzero()[0]
+        if not topics.size:
             return None
-        topics = np.flatnonzero(due)
         recall = view.recall[topics]
-        worst = recall.min()
+        worst = recall[recall.argmin()]  # (recall.min(): no NaN among due topics)
         positions = candidates.in_topics(topics[recall == worst])
         positions = positions[exercise_positions(index)[positions]]
-        position = int(positions[np.argmax(view.p_correct[positions])])
+        position = int(positions[view.p_correct[positions].argmax()])
         return Pick(
             position,
             "knowledge_retention",

@@ -33,9 +33,10 @@ def _width(table: str) -> int:
 
 def _plain(key: Key) -> Key:
     """The key with exact ``str`` parts (the store keeps no caller's subclass)."""
-    if all(part.__class__ is str for part in key):
-        return key
-    return tuple(str.__str__(part) for part in key)
+    for part in key:  # (a loop: a generator for all() costs more than the check)
+        if part.__class__ is not str:
+            return tuple(str.__str__(part) for part in key)
+    return key
 
 
 def _head_add(heads: Heads, first: str, second: str) -> None:

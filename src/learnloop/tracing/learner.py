@@ -386,7 +386,8 @@ class LearnerModel:
             skill = prof
         else:
             skill = float(np.dot(p, m)) / n if n else 0.0
-        last = float(rows[:, TS].max()) if rows.shape[0] else -np.inf
+        # (the value at argmax is max(): a NaN is the first NaN either way; argmax() is far cheaper here)
+        last = float(rows[rows[:, TS].argmax(), TS]) if rows.shape[0] else -np.inf
         return Status(
             proficiency=prof,
             progress=prog,
@@ -427,7 +428,7 @@ class LearnerModel:
         """The summed progress credit of the items met ``met`` (their ``rows``)."""
         attempted = rows[:, ATT] > 0
         theory = self.items.is_theory[met] if self._has_theory else None
-        if theory is None or not theory.any():  # a credit of 0 or 1 per item: the sum is a count
+        if theory is None or not np.count_nonzero(theory):  # a credit of 0 or 1 per item: the sum is a count
             return float(np.count_nonzero(attempted))
         return float(item_credit(rows[:, ATT], rows[:, FRAC], theory).sum())
 

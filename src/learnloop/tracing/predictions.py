@@ -146,7 +146,7 @@ class Predictions:
         """The predictions for new beliefs, recomputing only the topics whose belief changed."""
         if mean.shape != self.mean.shape:
             return Predictions.compute(self.items, self.runs, mean, sd)
-        changed = np.flatnonzero((mean != self.mean) | (sd != self.sd))
+        changed = ((mean != self.mean) | (sd != self.sd)).nonzero()[0]  # (np.flatnonzero, without its wrappers)
         if changed.size == 0:
             return self
         previous = self.changed
@@ -170,8 +170,8 @@ class Predictions:
         else:
             # ``where`` runs topic after topic: each item's belief is its topic's, repeated over the run
             # (what ``mean[items.topic[where]]`` gathers, at a fraction of the cost)
-            var = np.repeat(sd[changed] ** 2, lengths)
-            fresh = expected_p_correct(np.repeat(mean[changed], lengths), var, gathered[0], gathered[1])
+            var = (sd[changed] ** 2).repeat(lengths)
+            fresh = expected_p_correct(mean[changed].repeat(lengths), var, gathered[0], gathered[1])
         fresh.setflags(write=False)
         p = self.p.copy()
         p[where] = fresh
@@ -263,9 +263,9 @@ def _rasch_p(b: FloatArray, lengths: IntArray, mean: FloatArray, sd: FloatArray)
     ``sd``. The same doubles: with ``a = 1`` the scale ``sqrt(1 + pi/8 * a^2 * var)`` is
     the topic's, and ``exp(-(m - b) / scale)`` is ``exp((b - m) / scale)`` (rounding is symmetric)."""
     scale = np.sqrt(1.0 + PI_OVER_8 * sd**2)
-    z = np.repeat(mean, lengths)
+    z = mean.repeat(lengths)  # (the methods: np.repeat's wrappers cost more than the repeat)
     np.subtract(b, z, out=z)
-    z /= np.repeat(scale, lengths)
+    z /= scale.repeat(lengths)
     with np.errstate(over="ignore"):
         np.exp(z, out=z)
     z += 1.0

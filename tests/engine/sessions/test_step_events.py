@@ -130,3 +130,17 @@ def test_the_engine_s_own_events_are_read_directly_and_models_pass_through() -> 
     read, passed = step_events([plain]), step_events((model,))
     assert read == passed == [StepEvent("attempt", datetime(2024, 5, 1, 8, 0, 0, 250000, tzinfo=UTC), "c", 0.5)]
     assert read[0].timestamp.tzinfo is UTC
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_events(), max_size=3))
+def test_an_interaction_made_from_a_read_event_keys_it_by_its_canonical_stamp(events: list[Any]) -> None:
+    # a directly read event keeps the posted text as its stamp: the interaction's key must be what
+    # format_timestamp writes of the instant, as when the models read the event
+    try:
+        read = step_events(events)
+    except ValidationError:
+        return
+    for event in read:
+        made = event.interaction(user_id="u", catalog_id="c", item_id="i", topic_id="t", session_id="s", practice=True)
+        assert made.key == ("u", "c", "i", format_timestamp(event.timestamp))

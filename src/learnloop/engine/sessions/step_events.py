@@ -10,7 +10,7 @@ validated by the models, which say what is wrong.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -32,6 +32,9 @@ class StepEvent:
     score: float | None = None
     time_spent_ms: int | None = None
     fraction_completed: float | None = None
+    #: ``format_timestamp(timestamp)`` when known (the posted text, when it was in that form);
+    #: not compared: the same event read either way is equal
+    stamp: str | None = field(default=None, compare=False)
 
     def interaction(
         self, *, user_id: str, catalog_id: str, item_id: str, topic_id: str, session_id: str, practice: bool
@@ -49,6 +52,7 @@ class StepEvent:
             self.fraction_completed,
             session_id,
             practice,
+            self.stamp,
         )
 
 
@@ -108,4 +112,5 @@ def _plain(event: Any) -> StepEvent | None:
         moment = parse_timestamp(stamp)
     except ValueError:
         return None
-    return StepEvent(kind, moment, context, score, spent, fraction)
+    # (the canonical form is what format_timestamp writes of the instant it names: the key's text)
+    return StepEvent(kind, moment, context, score, spent, fraction, stamp)
