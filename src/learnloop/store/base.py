@@ -273,8 +273,14 @@ def decode_doc(blob: bytes) -> Doc:
 class Store(Protocol):
     """Persistence seam of the engine; see :class:`MemoryStore` and :class:`SQLiteStore`."""
 
-    def atomic(self) -> AbstractContextManager[None]:
-        """All writes in the block are applied together, or none if it raises."""
+    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> AbstractContextManager[None]:
+        """All writes in the block are applied together, or none if it raises.
+
+        ``learners``: the ``(application, user)`` pairs whose data alone (events, revisions,
+        sessions) the block writes. A store whose writers otherwise run one at a time may then
+        run it beside blocks for other learners (PostgreSQL does); None: the block may write
+        anything (content, settings) and runs alone. A nested block is a savepoint within the
+        outer block's scope."""
         ...
 
     def get(self, table: str, app: str, key: Key) -> Doc | None: ...

@@ -105,8 +105,10 @@ class SQLiteStore:
                 conn.execute(f"DROP TABLE {legacy}")
 
     # -- transactions ---------------------------------------------------------
-    def atomic(self) -> AbstractContextManager[None]:
-        """One transaction; a nested block is a savepoint that a raise rolls back alone."""
+    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> AbstractContextManager[None]:
+        """One transaction; a nested block is a savepoint that a raise rolls back alone.
+
+        ``learners`` changes nothing: SQLite has one writer at a time (``BEGIN IMMEDIATE``)."""
         return _Transaction(self)
 
     def _begin(self) -> None:

@@ -162,7 +162,8 @@ class Sessions:
             constraint_counts=(0,) * len(constraints),
         )
         doc = state.to_doc()
-        records.put_session(self.store, app, session_id, doc)
+        with self.store.atomic(learners=[(app, parsed.user_id)]):  # the learner's data only
+            records.put_session(self.store, app, session_id, doc)
         self._specs.put((app, session_id), parsed)
         self._states.put((app, session_id), (state.as_stored(), doc))
         return self._signer.sign(app, "s", {"id": session_id})
