@@ -188,3 +188,16 @@ def test_an_error_in_a_write_not_yet_answered_rolls_the_block_back(store: Postgr
     with store.atomic(learners=[("app", "a")]):  # the connection went back to the pool clean
         store.put_many(LEARNERS, "app", [(("a", "c"), {"n": 2})])
     assert store.get(LEARNERS, "app", ("a", "c")) == {"n": 2}
+
+
+def test_a_nested_block_whose_write_is_refused_is_undone_alone(store: PostgresStore) -> None:
+    with store.atomic(learners=[("app", "a")]):
+        store.put_many(LEARNERS, "app", [(("a", "c"), {"n": 1})])
+        with pytest.raises(ZeroDivisionError):
+            with store.atomic(learners=[("app", "a")]):
+                store.put_many(LEARNERS, "app", [(("a", "d"), {"n": 1})])
+                with store._conn() as conn:
+                    conn.execute("SELECT 1 / 0")  # refused by the server, answer not read
+                raise ZeroDivisionError  # (the block fails before the refusal is read)
+        store.put_many(LEARNERS, "app", [(("a", "e"), {"n": 1})])
+    assert store.keys(LEARNERS, "app") == [("a", "c"), ("a", "e")]

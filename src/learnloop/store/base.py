@@ -45,7 +45,7 @@ TABLES: Mapping[str, int] = {
     "catalogs": 1,  # catalog_id
     "events": 4,  # user_id, catalog_id, item_id, timestamp
     "learners": 2,  # user_id, catalog_id
-    "sessions": 1,  # session_id
+    "sessions": 2,  # user_id, session_id (a learner's sessions share the first key part with their events)
     "documents": 2,  # namespace, id: documents a façade keeps beside the content (e.g. v1 assets)
     "meta": 1,  # name, e.g. the content version of an application
 }

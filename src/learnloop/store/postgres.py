@@ -28,9 +28,10 @@ Same semantics as :class:`~learnloop.store.sqlite.SQLiteStore`:
   learner's, or any beside a block that runs alone).
 
 Primary keys are ``(app, k1, k2, k3, k4)``: the application, then the first key
-part (the user for events and learner states), so that on Citus the learner
-tables can be distributed by their first key part and the content tables kept
-as reference tables (see ``docs/stores.md``).
+part (the user for events, learner states and sessions), so that on Citus the
+learner tables can be distributed by their first key part, co-located, and the
+content tables kept as reference tables (see ``docs/stores.md``). Databases
+whose sessions were keyed by their id alone are migrated when opened.
 """
 
 from __future__ import annotations
@@ -48,14 +49,15 @@ try:
 except ImportError as exc:
     raise ImportError("PostgreSQL support needs the 'postgres' extra: pip install 'learnloop[postgres]'") from exc
 
-from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
+from learnloop.store._layout import SCHEMA_VERSION, VERSION_KEY, rekeyed_sessions, version_doc
+from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc, json_doc
 
 __all__ = ["DISTRIBUTED_TABLES", "PostgresStore"]
 
 _KEY_COLUMNS = ("k1", "k2", "k3", "k4")
 #: high-volume tables read by key only: no index on their write sequence (as on SQLite)
 _UNORDERED = frozenset({"events", "learners"})
-#: tables of one learner's data, distributable by their first key part (Citus); the others are reference tables
+#: tables of one learner's data, distributable by their first key part, the user (Citus); the others are reference tables
 DISTRIBUTED_TABLES = frozenset({"events", "learners", "sessions"})
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _JOIN = " AND ".join(f"t.{col} = w.{col}" for col in _KEY_COLUMNS)
@@ -144,6 +146,33 @@ class PostgresStore:
                 )
                 if table not in _UNORDERED:
                     conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {name} (app, seq)")
+            self._migrate(conn)
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        """Sessions of databases before schema version 2, keyed by their id alone, under their
+        user (see ``store/_layout.py``); the version is kept in the ``meta`` table."""
+        meta, sessions = self._tables["meta"], self._tables["sessions"]
+        found = conn.execute(
+            f"SELECT v FROM {meta} WHERE app = '' AND k1 = %s AND k2 = '' AND k3 = '' AND k4 = ''", (VERSION_KEY,)
+        ).fetchone()
+        if found is not None and json_doc(decode_doc(found[0])).get("v", 1) >= SCHEMA_VERSION:
+            return
+        old = conn.execute(f"SELECT app, k1, v FROM {sessions} WHERE k2 = ''").fetchall()
+        rows = rekeyed_sessions((app, key, bytes(blob)) for app, key, blob in old)
+        conn.execute(f"DELETE FROM {sessions} WHERE k2 = ''")
+        if rows:
+            apps, k1, k2, blobs = (list(column) for column in zip(*rows, strict=True))
+            conn.execute(
+                f"INSERT INTO {sessions} (app, k1, k2, k3, k4, seq, v) "
+                f"SELECT app, k1, k2, '', '', nextval('{self._seq}'), v "
+                "FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[]) AS r(app, k1, k2, v)",
+                (apps, k1, k2, blobs),
+            )
+        conn.execute(
+            f"INSERT INTO {meta} (app, k1, k2, k3, k4, seq, v) VALUES ('', %s, '', '', '', nextval('{self._seq}'), %s) "
+            "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v",
+            (VERSION_KEY, version_doc()),
+        )
 
     # -- transactions ---------------------------------------------------------
     @contextmanager
@@ -199,6 +228,10 @@ class PostgresStore:
             tx.conn.execute(f"RELEASE {name}".encode())
             tx.pipeline.sync()  # the block's errors are its own: raised here, undone by the savepoint
         except BaseException:
+            try:
+                tx.pipeline.sync()  # (after a refused statement the pipeline skips all until a sync)
+            except psycopg.Error:
+                pass  # the block's own error, undone below
             tx.conn.execute(f"ROLLBACK TO {name}".encode())
             tx.conn.execute(f"RELEASE {name}".encode())
             raise
