@@ -19,7 +19,7 @@ class Undone(Exception):
     pass
 
 
-KEYS = {"learners": lambda k: (f"u{k}", "c"), "sessions": lambda k: (f"s{k}",), "meta": lambda k: (f"m{k}",)}
+KEYS = {"learners": lambda k: (f"u{k}", "c"), "sessions": lambda k: ("u", f"s{k}"), "meta": lambda k: (f"m{k}",)}
 tables = st.sampled_from(sorted(KEYS))
 #: an operation: ("get" | "put" | "columns" | "delete" | "clear", table, keys)
 operations = st.tuples(

@@ -29,7 +29,7 @@ blocks = st.tuples(st.integers(0, 1), st.lists(writes, min_size=1, max_size=5), 
 
 def put(store: Store, table: str, keys: list[int], as_columns: bool, version: int) -> None:
     if table == "sessions":
-        store.put_many(table, "app", [((f"s{k}",), {"v": version}) for k in keys])
+        store.put_many(table, "app", [(("u", f"s{k}"), {"v": version}) for k in keys])
         return
     parts = ([f"u{k % 2}" for k in keys], ["c"] * len(keys), [f"i{k}" for k in keys], ["t"] * len(keys))
     rows = Columns(parts, {"kind": ["skip"] * len(keys), "v": [version] * len(keys)})

@@ -14,7 +14,8 @@ table                     key                                         document
 ``documents``             namespace, id                               a façade's own document
 ``events``                user, catalog, item, timestamp              an :class:`~learnloop.events.Interaction`
 ``learners``              user, catalog                               a learner's revision
-``sessions``              session id (and ``<id>.<block>``)           a session (and its assessed items' blocks)
+``sessions``              user, session id (and ``<id>.<block>``)     a session (and its assessed items' blocks)
+``sessions``              session id, ``""``                          ``{"user_id": user}``: the session's user
 ``meta``                  ``content_version``                         ``{"v": n}``
 ``meta``                  ``content_changes``                         what the last content writes touched
 ``meta``                  ``calibration:<catalog>``                   a catalog's calibration
@@ -74,6 +75,7 @@ __all__ = [
     "scan_items",
     "session",
     "session_blocks",
+    "session_user",
 ]
 
 Learner = tuple[str, str]
@@ -266,19 +268,40 @@ def put_revisions(store: Store, app: str, docs: Iterable[tuple[Learner, Doc]]) -
 
 
 # -- sessions -----------------------------------------------------------------------------------
-def block_key(session_id: str, block: int) -> Key:
+def block_key(user_id: str, session_id: str, block: int) -> Key:
     """The key of a block of a session's assessed items (see :mod:`learnloop.engine.sessions.documents`)."""
-    return (f"{session_id}.{block}",)
+    return (user_id, f"{session_id}.{block}")
 
 
-def session(store: Store, app: str, session_id: str) -> Doc | None:
-    return store.get("sessions", app, (session_id,))
+def session(store: Store, app: str, user_id: str, session_id: str) -> Doc | None:
+    """A session document, keyed under its user (the learner's data travel together: Citus co-location)."""
+    return store.get("sessions", app, (user_id, session_id))
+
+
+def session_user(store: Store, app: str, session_id: str) -> str | None:
+    """The user of a session (a context names the session only): one read by key; None when
+    the session is not stored."""
+    doc = store.get("sessions", app, (session_id, ""))
+    return None if doc is None else str(json_doc(doc)["user_id"])
 
 
 def session_blocks(store: Store, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
     return store.get_many("sessions", app, keys)
 
 
-def put_session(store: Store, app: str, session_id: str, doc: Doc, blocks: Iterable[tuple[Key, Doc]] = ()) -> None:
-    """Write a session document with the block rows of its assessed items (in one call)."""
-    store.put_many("sessions", app, [((session_id,), doc), *blocks])
+def put_session(
+    store: Store,
+    app: str,
+    user_id: str,
+    session_id: str,
+    doc: Doc,
+    blocks: Iterable[tuple[Key, Doc]] = (),
+    *,
+    new: bool = False,
+) -> None:
+    """Write a session document with the block rows of its assessed items (in one call); a
+    ``new`` session with the row naming its user."""
+    rows: list[tuple[Key, Doc]] = [((user_id, session_id), doc), *blocks]
+    if new:
+        rows.append(((session_id, ""), {"user_id": user_id}))
+    store.put_many("sessions", app, rows)

@@ -45,7 +45,7 @@ TABLES: Mapping[str, int] = {
     "catalogs": 1,  # catalog_id
     "events": 4,  # user_id, catalog_id, item_id, timestamp
     "learners": 2,  # user_id, catalog_id
-    "sessions": 1,  # session_id
+    "sessions": 2,  # user_id, session_id (a learner's sessions share the first key part with their events)
     "documents": 2,  # namespace, id: documents a façade keeps beside the content (e.g. v1 assets)
     "meta": 1,  # name, e.g. the content version of an application
 }
@@ -273,8 +273,14 @@ def decode_doc(blob: bytes) -> Doc:
 class Store(Protocol):
     """Persistence seam of the engine; see :class:`MemoryStore` and :class:`SQLiteStore`."""
 
-    def atomic(self) -> AbstractContextManager[None]:
-        """All writes in the block are applied together, or none if it raises."""
+    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> AbstractContextManager[None]:
+        """All writes in the block are applied together, or none if it raises.
+
+        ``learners``: the ``(application, user)`` pairs whose data alone (events, revisions,
+        sessions) the block writes. A store whose writers otherwise run one at a time may then
+        run it beside blocks for other learners (PostgreSQL does); None: the block may write
+        anything (content, settings) and runs alone. A nested block is a savepoint within the
+        outer block's scope."""
         ...
 
     def get(self, table: str, app: str, key: Key) -> Doc | None: ...

@@ -182,7 +182,8 @@ class MemoryStore:
         return flat, []
 
     # -- transactions -------------------------------------------------------------------
-    def atomic(self) -> AbstractContextManager[None]:
+    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> AbstractContextManager[None]:
+        """One block under the store's lock (``learners`` changes nothing: one writer at a time)."""
         return _Transaction(self)
 
     def _rollback(self, mark: int) -> None:

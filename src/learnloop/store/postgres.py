@@ -11,18 +11,27 @@ Same semantics as :class:`~learnloop.store.sqlite.SQLiteStore`:
   (nested blocks are savepoints). A transaction holds one pooled connection,
   pinned to the thread that opened it; reads in that thread go through it and
   see its writes, reads elsewhere take any connection and see committed data;
-- write transactions are serialised by a transaction-level advisory lock taken
-  when they begin (as SQLite's ``BEGIN IMMEDIATE`` does), under ``READ
-  COMMITTED``, so each statement after the lock sees every earlier commit: the
-  engine's read-modify-write of a learner's revision, a session or the content
-  version is safe across processes;
+- write transactions take transaction-level advisory locks when they begin,
+  under ``READ COMMITTED``, so each statement after the locks sees every earlier
+  commit of a transaction that held a conflicting lock: a block for some
+  learners (``atomic(learners=...)``) takes the schema's lock in shared mode and
+  each learner's lock exclusively, so blocks for different learners run at the
+  same time and those for one learner one after the other; any other block
+  (content, settings, the signing secret, a write outside a block) takes the
+  schema's lock exclusively and runs alone. Locks are always taken schema
+  first, then learners in ascending lock number, so no two transactions wait
+  on each other;
+- a transaction's statements are sent in pipeline mode: a write is sent without
+  waiting for its answer, which comes back with the next read or the commit;
 - one database sequence numbers the writes of every table, so ``scan(order="seq")``
-  follows the order of commits across processes.
+  follows the order of commits of the transactions that exclude each other (one
+  learner's, or any beside a block that runs alone).
 
 Primary keys are ``(app, k1, k2, k3, k4)``: the application, then the first key
-part (the user for events and learner states), so that on Citus the learner
-tables can be distributed by their first key part and the content tables kept
-as reference tables (see ``docs/stores.md``).
+part (the user for events, learner states and sessions), so that on Citus the
+learner tables can be distributed by their first key part, co-located, and the
+content tables kept as reference tables (see ``docs/stores.md``). Databases
+whose sessions were keyed by their id alone are migrated when opened.
 """
 
 from __future__ import annotations
@@ -40,24 +49,40 @@ try:
 except ImportError as exc:
     raise ImportError("PostgreSQL support needs the 'postgres' extra: pip install 'learnloop[postgres]'") from exc
 
-from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
+from learnloop.store._layout import SCHEMA_VERSION, VERSION_KEY, rekeyed_sessions, version_doc
+from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc, json_doc
 
 __all__ = ["DISTRIBUTED_TABLES", "PostgresStore"]
 
 _KEY_COLUMNS = ("k1", "k2", "k3", "k4")
 #: high-volume tables read by key only: no index on their write sequence (as on SQLite)
 _UNORDERED = frozenset({"events", "learners"})
-#: tables of one learner's data, distributable by their first key part (Citus); the others are reference tables
+#: tables of one learner's data, distributable by their first key part, the user (Citus); the others are reference tables
 DISTRIBUTED_TABLES = frozenset({"events", "learners", "sessions"})
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _JOIN = " AND ".join(f"t.{col} = w.{col}" for col in _KEY_COLUMNS)
 _UNNEST_KEYS = "unnest(%s::text[], %s::text[], %s::text[], %s::text[])"
 
 
-def _lock_id(schema: str) -> int:
-    """The advisory lock of a schema's writers: a stable signed 64-bit number."""
-    digest = hashlib.blake2b(f"learnloop:{schema}".encode(), digest_size=8).digest()
+def _lock_id(schema: str, *learner: str) -> int:
+    """The advisory lock of a schema's writers, or of one learner ``(app, user)`` of it: a stable
+    signed 64-bit number (the schema's is the one every earlier version took)."""
+    name = f"learnloop:{schema}" if not learner else "\x1f".join(("learnloop:learner", schema, *learner))
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+class _Tx:
+    """The transaction open in a thread: its connection and pipeline, the learners' locks it holds
+    (None: the schema's lock exclusively, so anything may be written) and its savepoints."""
+
+    __slots__ = ("conn", "depth", "held", "pipeline")
+
+    def __init__(self, conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline, held: frozenset[int] | None) -> None:
+        self.conn = conn
+        self.pipeline = pipeline
+        self.held = held
+        self.depth = 0
 
 
 def _columns(keys: Iterable[tuple[str, ...]]) -> list[list[str]]:
@@ -121,34 +146,139 @@ class PostgresStore:
                 )
                 if table not in _UNORDERED:
                     conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {name} (app, seq)")
+            self._migrate(conn)
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        """Sessions of databases before schema version 2, keyed by their id alone, under their
+        user (see ``store/_layout.py``); the version is kept in the ``meta`` table."""
+        meta, sessions = self._tables["meta"], self._tables["sessions"]
+        found = conn.execute(
+            f"SELECT v FROM {meta} WHERE app = '' AND k1 = %s AND k2 = '' AND k3 = '' AND k4 = ''", (VERSION_KEY,)
+        ).fetchone()
+        if found is not None and json_doc(decode_doc(found[0])).get("v", 1) >= SCHEMA_VERSION:
+            return
+        old = conn.execute(f"SELECT app, k1, v FROM {sessions} WHERE k2 = ''").fetchall()
+        rows = rekeyed_sessions((app, key, bytes(blob)) for app, key, blob in old)
+        conn.execute(f"DELETE FROM {sessions} WHERE k2 = ''")
+        if rows:
+            apps, k1, k2, blobs = (list(column) for column in zip(*rows, strict=True))
+            conn.execute(
+                f"INSERT INTO {sessions} (app, k1, k2, k3, k4, seq, v) "
+                f"SELECT app, k1, k2, '', '', nextval('{self._seq}'), v "
+                "FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[]) AS r(app, k1, k2, v)",
+                (apps, k1, k2, blobs),
+            )
+        conn.execute(
+            f"INSERT INTO {meta} (app, k1, k2, k3, k4, seq, v) VALUES ('', %s, '', '', '', nextval('{self._seq}'), %s) "
+            "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v",
+            (VERSION_KEY, version_doc()),
+        )
 
     # -- transactions ---------------------------------------------------------
     @contextmanager
-    def atomic(self) -> Iterator[None]:
-        """One transaction on a connection pinned to this thread; a nested block is a savepoint."""
-        pinned: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        if pinned is not None:
-            with pinned.transaction():
-                yield
+    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> Iterator[None]:
+        """One transaction on a connection pinned to this thread; a nested block is a savepoint.
+
+        With ``learners`` (``(app, user)`` pairs), the transaction takes the schema's lock in
+        shared mode and each learner's lock: blocks for other learners run beside it. Without,
+        it takes the schema's lock exclusively and runs alone. A nested block may add learners
+        to an outer block's; it cannot widen a block for some learners to the whole store.
+        """
+        wanted = None if learners is None else self._learner_locks(learners)
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if tx is not None:
+            yield from self._savepoint(tx, wanted)
             return
         with self._pool.connection() as conn:
-            self._local.conn = conn
             try:
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                with conn.pipeline() as pipeline:
+                    self._local.tx = _Tx(conn, pipeline, wanted)
+                    conn.execute(b"BEGIN ISOLATION LEVEL READ COMMITTED")
+                    if wanted is None:
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                    else:
+                        self._take(conn, wanted, shared=True)
                     yield
+                    conn.execute(b"COMMIT")
+                # (leaving the pipeline waits for every answer: an error of a write not yet answered is raised here)
+            except BaseException:
+                if conn.pgconn.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    try:
+                        conn.execute(b"ROLLBACK")
+                    except psycopg.Error:
+                        pass  # (a broken connection: the server rolls back, the pool drops it)
+                raise
             finally:
-                self._local.conn = None
+                self._local.tx = None
+
+    def _savepoint(self, tx: _Tx, wanted: frozenset[int] | None) -> Iterator[None]:
+        """A nested block: a savepoint, after taking the learners' locks the outer block lacks."""
+        if tx.held is not None:
+            if wanted is None:
+                raise RuntimeError("a block for some learners cannot hold a block that may write anything")
+            extra = wanted - tx.held
+            if extra:
+                self._take(tx.conn, extra, shared=False)
+                tx.held = tx.held | extra
+        tx.depth += 1
+        name = f"sp{tx.depth}"
+        tx.conn.execute(f"SAVEPOINT {name}".encode())
+        try:
+            yield
+            tx.conn.execute(f"RELEASE {name}".encode())
+            tx.pipeline.sync()  # the block's errors are its own: raised here, undone by the savepoint
+        except BaseException:
+            try:
+                tx.pipeline.sync()  # (after a refused statement the pipeline skips all until a sync)
+            except psycopg.Error:
+                pass  # the block's own error, undone below
+            tx.conn.execute(f"ROLLBACK TO {name}".encode())
+            tx.conn.execute(f"RELEASE {name}".encode())
+            raise
+        finally:
+            tx.depth -= 1
+
+    def _learner_locks(self, learners: Iterable[tuple[str, str]]) -> frozenset[int]:
+        out = set()
+        for learner in learners:
+            if not (isinstance(learner, tuple) and len(learner) == 2 and all(isinstance(p, str) for p in learner)):
+                raise ValueError(f"a learner is an (application, user) pair of strings, got {learner!r}")
+            out.add(_lock_id(self.schema, *learner))
+        return frozenset(out)
+
+    def _take(self, conn: psycopg.Connection[Any], locks: frozenset[int], *, shared: bool) -> None:
+        """The learners' locks (after the schema's, in shared mode, when ``shared``), in ascending order."""
+        ordered = sorted(locks)
+        if shared and len(ordered) == 1:  # (a step: one statement)
+            conn.execute(
+                "SELECT pg_advisory_xact_lock_shared(%s), pg_advisory_xact_lock(%s)", (self._lock_key, ordered[0])
+            )
+            return
+        if shared:
+            conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (self._lock_key,))
+        for lock in ordered:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
 
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[Any]]:
         """This thread's transaction's connection, or any pooled one (autocommit) for one call."""
-        pinned: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        if pinned is not None:
-            yield pinned
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if tx is not None:
+            yield tx.conn
             return
         with self._pool.connection() as conn:
             yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[psycopg.Connection[Any]]:
+        """The connection of this thread's transaction (a write in it needs no savepoint: one
+        statement), or a transaction of its own that runs alone."""
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if tx is not None:
+            yield tx.conn
+            return
+        with self.atomic():
+            yield self._local.tx.conn
 
     # -- helpers ------------------------------------------------------------------
     @staticmethod
@@ -246,7 +376,7 @@ class PostgresStore:
         if not latest:
             return
         # numbered from the sequence in the order given (volatile outputs are computed after the sort)
-        with self.atomic(), self._conn() as conn:
+        with self._write() as conn:
             conn.execute(
                 f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
                 f"SELECT %s, k1, k2, k3, k4, nextval('{self._seq}'), v "
@@ -261,7 +391,7 @@ class PostgresStore:
         wanted = [(tuple(key), self._params(table, tuple(key))) for key in keys]
         if not wanted:
             return []
-        with self.atomic(), self._conn() as conn:
+        with self._write() as conn:
             rows = conn.execute(
                 f"DELETE FROM {self._tables[table]} AS t USING {_UNNEST_KEYS} AS w(k1, k2, k3, k4) "
                 f"WHERE t.app = %s AND {_JOIN} RETURNING t.k1, t.k2, t.k3, t.k4",
@@ -277,8 +407,9 @@ class PostgresStore:
 
     def delete_prefix(self, table: str, app: str, prefix: Key) -> int:
         clause, params = self._where_prefix(table, prefix)
-        with self.atomic(), self._conn() as conn:
+        with self._write() as conn:
             cur = conn.execute(f"DELETE FROM {self._tables[table]} WHERE app = %s{clause}", (self._app(app), *params))
+            self._local.tx.pipeline.sync()  # (the count comes with the answer)
             return cur.rowcount
 
     def close(self) -> None:

@@ -29,7 +29,8 @@ from typing import Literal
 
 from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event
 from learnloop.store._filelock import FileLock
-from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
+from learnloop.store._layout import SCHEMA_VERSION, VERSION_KEY, rekeyed_sessions, version_doc
+from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc, json_doc
 
 __all__ = ["SQLiteStore"]
 
@@ -101,11 +102,12 @@ class SQLiteStore:
                 if table not in _UNORDERED:
                     conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {table} (app, seq)")
             conn.execute("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
-            self._migrate()
             conn.execute("INSERT OR IGNORE INTO counters VALUES ('seq', 0)")
+            self._migrate()
 
     def _migrate(self) -> None:
-        """Move the rows of tables of earlier versions into the namespaced ``documents`` table."""
+        """Move the rows of tables of earlier versions into the namespaced ``documents`` table, and
+        sessions of files before schema version 2 under their user (see ``store/_layout.py``)."""
         conn = self._conn
         for legacy, namespace in _LEGACY_TABLES.items():
             if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (legacy,)).fetchone():
@@ -115,10 +117,27 @@ class SQLiteStore:
                     (namespace,),
                 )
                 conn.execute(f"DROP TABLE {legacy}")
+        # sessions keyed by their id alone (before schema version 2): under their user
+        version = conn.execute(
+            "SELECT v FROM meta WHERE app = '' AND k1 = ? AND k2 = '' AND k3 = '' AND k4 = ''", (VERSION_KEY,)
+        ).fetchone()
+        if version is not None and json_doc(decode_doc(version[0])).get("v", 1) >= SCHEMA_VERSION:
+            return
+        old = conn.execute("SELECT app, k1, v FROM sessions WHERE k2 = ''").fetchall()
+        rows = rekeyed_sessions(old)
+        conn.execute("DELETE FROM sessions WHERE k2 = ''")
+        first = self._next_seq(len(rows) + 1)
+        conn.executemany(
+            _INSERT["sessions"], [(app, k1, k2, "", "", first + n, blob) for n, (app, k1, k2, blob) in enumerate(rows)]
+        )
+        conn.execute(_INSERT["meta"], ("", VERSION_KEY, "", "", "", first + len(rows), version_doc()))
+        self._forget()
 
     # -- transactions ---------------------------------------------------------
-    def atomic(self) -> AbstractContextManager[None]:
-        """One transaction; a nested block is a savepoint that a raise rolls back alone."""
+    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> AbstractContextManager[None]:
+        """One transaction; a nested block is a savepoint that a raise rolls back alone.
+
+        ``learners`` changes nothing: SQLite has one writer at a time (``BEGIN IMMEDIATE``)."""
         return _Transaction(self)
 
     def _begin(self) -> None:

@@ -42,7 +42,7 @@ def _course(engine: Engine) -> str:
 
 
 def _stored(engine: Engine, session_id: str) -> dict[str, Any]:
-    return dict(json_doc(engine.store.get("sessions", "default", (session_id,))))
+    return dict(json_doc(engine.store.get("sessions", "default", ("u", session_id))))
 
 
 def _scores(n: int) -> list[float]:
@@ -117,8 +117,8 @@ def test_a_session_stored_with_its_whole_list_is_read_and_continued() -> None:
     whole = state.to_doc()
     assert len(whole["assessed"]) == BLOCK + 9
     # the old layout: one document, no block rows
-    store.delete_many("sessions", "default", [(f"{state.session_id}.0",)])
-    store.put_many("sessions", "default", [((state.session_id,), whole)])
+    store.delete_many("sessions", "default", [("u", f"{state.session_id}.0")])
+    store.put_many("sessions", "default", [(("u", state.session_id), whole)])
 
     second = Engine(seed=5, clock=clock, store=store)
     assert second.session(context) == state
@@ -132,8 +132,10 @@ def test_a_session_stored_with_its_whole_list_is_read_and_continued() -> None:
 
 def test_a_missing_block_is_reported_as_a_damaged_store() -> None:
     store = MemoryStore()
-    doc, rows = split_doc({"session_id": "abc", "assessed": []}, [f"i{k}" for k in range(BLOCK + 1)], 0)
-    store.put_many("sessions", "default", [(("abc",), doc), *rows])
+    doc, rows = split_doc(
+        {"session_id": "abc", "spec": {"user_id": "u"}, "assessed": []}, [f"i{k}" for k in range(BLOCK + 1)], 0
+    )
+    store.put_many("sessions", "default", [(("u", "abc"), doc), *rows])
     assert joined_doc(store, "default", doc)["assessed"] == [f"i{k}" for k in range(BLOCK + 1)]
     store.delete_many("sessions", "default", [rows[0][0]])
     with pytest.raises(RuntimeError, match=r"store damaged: session 'abc'.*'abc\.0' is missing"):
@@ -151,17 +153,21 @@ def test_splitting_step_after_step_then_joining_gives_the_whole_list(growth: lis
     written: set[str] = set()
     for added in growth:
         assessed += [f"item-{len(assessed) + k}" for k in range(added)]
-        doc, rows = split_doc({"session_id": "s1", "assessed": list(assessed), "n": len(assessed)}, assessed, blocks)
-        keys = {key[0] for key, _ in rows}
+        doc, rows = split_doc(
+            {"session_id": "s1", "spec": {"user_id": "u"}, "assessed": list(assessed), "n": len(assessed)},
+            assessed,
+            blocks,
+        )
+        keys = {key[1] for key, _ in rows}
         assert not keys & written
         written |= keys
-        store.put_many("sessions", "default", [(("s1",), doc), *rows])
-        stored = json_doc(store.get("sessions", "default", ("s1",)))
+        store.put_many("sessions", "default", [(("u", "s1"), doc), *rows])
+        stored = json_doc(store.get("sessions", "default", ("u", "s1")))
         assert len(stored["assessed"]) < BLOCK
         blocks = int(stored.get("assessed_blocks", 0))
         assert blocks == len(assessed) // BLOCK
         joined = joined_doc(store, "default", stored)
-        assert joined == {"session_id": "s1", "assessed": assessed, "n": len(assessed)}
+        assert joined == {"session_id": "s1", "spec": {"user_id": "u"}, "assessed": assessed, "n": len(assessed)}
 
 
 @pytest.mark.parametrize("engines_taking_turns", [1, 2])

@@ -72,7 +72,7 @@ def test_steps_alternating_between_two_engines_answer_as_one_engine_does(kind: s
 
 
 def _stored_session(store: Store, session_id: str) -> dict[str, Any]:
-    return dict(json_doc(store.get("sessions", "default", (session_id,))))
+    return dict(json_doc(store.get("sessions", "default", ("u", session_id))))
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
@@ -99,7 +99,7 @@ def test_a_session_document_written_by_another_engine_is_read_from_the_store(kin
     doc = _stored_session(second.store, session_id)
     doc["interaction_count"] = 39
     doc["recommendation_count"] = 7
-    second.store.put_many("sessions", "default", [((session_id,), doc)])
+    second.store.put_many("sessions", "default", [(("u", session_id), doc)])
 
     step = first.adaptive_step(context, _answer(step, clock, 1.0))
     assert step.session_status.interaction_count == 40

@@ -136,7 +136,8 @@ class Learners:
                 latest = {learner: current.latest} if current.current else None
                 plan = self._plan(app, events, revisions={learner: current.revision}, latest=latest)
                 entries = self.tracker.advance(app, plan, catalogs, compute=learners)
-            with self.store.atomic():
+            # (a store with writers in parallel runs this beside other learners' transactions)
+            with self.store.atomic(learners={(app, user) for user, _ in learners}):
                 if step is None:
                     plan = self._plan(app, events)
                     self.tracker.write(app, plan)

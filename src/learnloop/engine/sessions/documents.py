@@ -4,7 +4,7 @@ An assessment session lists every item it has given, in order, and the list
 only grows. Kept whole in the session document, it would be decoded, encoded
 and written again by every step, so a step would cost more the longer the
 assessment ran. Instead, every full block of :data:`BLOCK` items is written
-once, as a row of its own keyed ``"<session id>.<block number>"``, and the
+once, as a row of its own keyed ``(user, "<session id>.<block number>")``, and the
 session document keeps the items after the last full block (``assessed``) and
 the number of blocks written (``assessed_blocks``). A block, once written, is
 never written again, so the rows a document names can be read after it, in or
@@ -42,9 +42,9 @@ def split_doc(
     blocks = len(assessed) // BLOCK
     if not blocks:
         return doc, []
-    session_id = doc["session_id"]
+    session_id, user_id = doc["session_id"], doc["spec"]["user_id"]
     rows = [
-        (records.block_key(session_id, block), {"items": list(assessed[block * BLOCK : (block + 1) * BLOCK])})
+        (records.block_key(user_id, session_id, block), {"items": list(assessed[block * BLOCK : (block + 1) * BLOCK])})
         for block in range(blocks_before, blocks)
     ]
     doc["assessed"] = list(assessed[blocks * BLOCK :])
@@ -63,15 +63,15 @@ def joined_doc(store: Store, app: str, doc: Mapping[str, Any], known: Sequence[s
     blocks = stored_blocks(doc)
     if not blocks:
         return out
-    session_id = doc["session_id"]
+    session_id, user_id = doc["session_id"], doc["spec"]["user_id"]
     have = min(len(known) // BLOCK, blocks)
-    keys = [records.block_key(session_id, block) for block in range(have, blocks)]
+    keys = [records.block_key(user_id, session_id, block) for block in range(have, blocks)]
     found = records.session_blocks(store, app, keys) if keys else {}
     items: list[str] = list(known[: have * BLOCK])
     for key in keys:
         row = found.get(key)
         if row is None:
-            raise RuntimeError(f"store damaged: session '{session_id}': its assessed items block '{key[0]}' is missing")
+            raise RuntimeError(f"store damaged: session '{session_id}': its assessed items block '{key[1]}' is missing")
         items.extend(json_doc(row)["items"])
     out["assessed"] = items + list(doc["assessed"])
     del out["assessed_blocks"]

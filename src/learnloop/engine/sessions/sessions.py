@@ -165,37 +165,44 @@ class Sessions:
             constraint_counts=(0,) * len(constraints),
         )
         doc = state.to_doc()
-        records.put_session(self.store, app, session_id, doc)
+        with self.store.atomic(learners=[(app, parsed.user_id)]):  # the learner's data only
+            records.put_session(self.store, app, parsed.user_id, session_id, doc, new=True)
         self._specs.put((app, session_id), parsed)
         self._states.put((app, session_id), (state.as_stored(), doc))
         return self._signer.sign(app, "s", {"id": session_id})
 
     def session(self, session_context: str, *, app: str = "default") -> SessionState:
-        return self._session_by_id(app, self._session_id(session_context, app))
+        return self._session_by_id(app, *self._session_id(session_context, app))
 
-    def _session_id(self, session_context: str, app: str) -> str:
+    def _session_id(self, session_context: str, app: str) -> tuple[str, str]:
+        """The user and the id of the session a context names (the context names the session only:
+        its user comes with its spec, cached, or from the row naming it)."""
         payload = self._signer.verify(session_context, app=app, kind="s")
         session_id = payload.get("id")
         if not isinstance(session_id, str) or not session_id:
             raise ContextError("malformed context")
-        return session_id
+        spec = self._specs.get((app, session_id))
+        user_id = spec.user_id if spec is not None else records.session_user(self.store, app, session_id)
+        if user_id is None:  # (a context of this store's secret whose session is gone)
+            raise NotFoundError("session", session_id)
+        return user_id, session_id
 
-    def _spec(self, app: str, session_id: str) -> SessionSpec:
+    def _spec(self, app: str, user_id: str, session_id: str) -> SessionSpec:
         """A session's spec (it never changes): from the cache, else from the stored session."""
         spec = self._specs.get((app, session_id))
-        return spec if spec is not None else self._session_by_id(app, session_id).spec
+        return spec if spec is not None else self._session_by_id(app, user_id, session_id).spec
 
-    def _session_by_id(self, app: str, session_id: str) -> SessionState:
-        return self._stored_session(app, session_id)[0]
+    def _session_by_id(self, app: str, user_id: str, session_id: str) -> SessionState:
+        return self._stored_session(app, user_id, session_id)[0]
 
     def _stored_session(
-        self, app: str, session_id: str
+        self, app: str, user_id: str, session_id: str
     ) -> tuple[SessionState, tuple[SessionState, Mapping[str, Any]] | None, int]:
         """The session as stored now, (when it is the one this engine last wrote) that state
         with its document, for :meth:`SessionState.to_doc` to reuse, and the number of
         blocks of assessed items stored for it (see :mod:`learnloop.engine.sessions.documents`)."""
         key = (app, session_id)
-        doc = records.session(self.store, app, session_id)
+        doc = records.session(self.store, app, user_id, session_id)
         if doc is None:  # (a context of this store's secret whose session is gone): what it names is not found
             raise NotFoundError("session", session_id)
         written = self._states.get(key)
@@ -225,8 +232,8 @@ class Sessions:
     ) -> AdaptiveStep:
         parsed = step_events(events)
         self.learners.check_events_count(len(parsed))
-        session_id = self._session_id(session_context, app)
-        spec = self._spec(app, session_id)
+        user_id, session_id = self._session_id(session_context, app)
+        spec = self._spec(app, user_id, session_id)
         model = self.content.catalog_model(spec.catalog_id, app=app)
         index = model.index
         interactions: list[Interaction] = []
@@ -275,7 +282,7 @@ class Sessions:
         # checkpoint when they are late) before the transaction, so that the store is held only for
         # the writes and the recommendation
         with self.learners.ingest(app, interactions, lambda c: model, step=(spec.user_id, model)) as ingestion:
-            session, written, blocks = self._stored_session(app, session_id)
+            session, written, blocks = self._stored_session(app, user_id, session_id)
             plan = ingestion.plan
             entry = ingestion.entry(spec.user_id, spec.catalog_id)
             latest = max((i.timestamp for i in plan.changed), default=None)
@@ -285,7 +292,7 @@ class Sessions:
                 session = self._with_assessed(app, session, tested)
             step, after = self._recommend(app, session, model, entry)
             doc, block_rows = split_doc(after.to_doc(like=written), after.assessed, blocks)
-            records.put_session(self.store, app, session_id, doc, block_rows)
+            records.put_session(self.store, app, user_id, session_id, doc, block_rows)
         self._states.put((app, session_id), (after.as_stored(), doc))
         return step
 
