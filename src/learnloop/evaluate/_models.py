@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from learnloop._lru import LRUCache
 from learnloop._types import FloatArray
 from learnloop.content import CatalogIndex, compile_catalog
 from learnloop.datasets import ResponseLog
@@ -24,6 +25,11 @@ from learnloop.tracing.replay import trace_many
 from learnloop.tracing.retention import Forgetting, fit_forgetting, memory_trace
 
 __all__ = ["BKTModel", "EngineModel", "GlobalMean", "ItemMean", "Model", "SkillMean"]
+
+#: a vocabulary's compiled catalog, the catalog id of each raw item id and each item's catalog position
+_Vocabulary = tuple[CatalogIndex, dict[str, str], np.ndarray]
+#: the last few vocabularies compiled (a settings search asks for the same one hundreds of times)
+_VOCABULARIES: LRUCache[tuple[Any, ...], _Vocabulary] = LRUCache(max_items=8)
 
 
 class Model(Protocol):
@@ -276,18 +282,22 @@ class EngineModel:
         self.forgetting_ = None
         if self.calibrate and train.n_responses:
             kind: Literal["rasch", "2pl"] = "2pl" if self.calibrate == "2pl" else "rasch"
+            # only the items answered in ``train`` are calibrated: an item without an answer has no
+            # term but its prior, so it would stay at the prior's mean and change none of the others
+            # (the folds of a log share its whole vocabulary, most of it unanswered in a fold)
+            seen, dense = np.unique(train.item, return_inverse=True)
             fit = calibrate(
                 train.learner,
-                train.item,
+                dense,
                 train.correct,
-                n_items=train.n_items,
+                n_items=seen.size,
                 n_persons=train.n_learners,
                 model=kind,
                 ability_sd=None if kind == "rasch" else 1.0,
             )
-            seen = np.bincount(train.item, minlength=train.n_items) > 0
+            ids = train.item_ids
             self.calibration_ = {
-                train.item_ids[i]: {"b": float(fit.b[i]), "a": float(fit.a[i])} for i in np.flatnonzero(seen).tolist()
+                ids[i]: {"b": b, "a": a} for i, b, a in zip(seen.tolist(), fit.b.tolist(), fit.a.tolist(), strict=True)
             }
         if self.refine and train.n_responses:
             self.refine_items(train)
@@ -377,25 +387,45 @@ class EngineModel:
 
     def catalog_model(self, log: ResponseLog) -> CatalogModel:
         """The engine's compiled catalog and learner model for ``log``'s vocabulary."""
-        if self.index is not None:
-            index = self.index
-            ids = {raw: raw for raw in log.item_ids}
-        else:
-            items, catalog = log.catalog("log")
-            index = compile_catalog(catalog, {i.item_id: i for i in items})
-            ids = dict(zip(log.item_ids, log.catalog_item_ids, strict=True))
+        index, ids, _ = self._vocabulary(log)
         calibration = {ids[raw]: params for raw, params in self.calibration_.items() if raw in ids}
         options = self.options.with_topic_rates(index.topic_ids, self.topic_rates_)
         return CatalogModel.build(index, calibration=calibration, **options)
 
+    def _vocabulary(self, log: ResponseLog) -> _Vocabulary:
+        """The compiled catalog of ``log``'s vocabulary (``index``, or one topic per skill), the catalog
+        id of each of its item ids and the catalog position of each item: made once per vocabulary and
+        kept (``_VOCABULARIES``), as the folds of a log and its model's many settings share one."""
+        key: tuple[Any, ...] = (
+            ("index", id(self.index), log.item_ids)
+            if self.index is not None
+            else ("log", log.item_ids, log.skill_ids, log.skill_ptr.tobytes(), log.skill_idx.tobytes())
+        )
+        found = _VOCABULARIES.get(key)
+        if found is not None and (self.index is None or found[0] is self.index):
+            return found
+        if self.index is not None:
+            index = self.index
+            ids = {raw: raw for raw in log.item_ids}
+            names: tuple[str, ...] = log.item_ids
+        else:
+            items, catalog = log.catalog("log")
+            index = compile_catalog(catalog, {i.item_id: i for i in items})
+            ids = dict(zip(log.item_ids, log.catalog_item_ids, strict=True))
+            names = log.catalog_item_ids
+        found_at = [index.position(i) for i in names]
+        missing = [raw for raw, p in zip(log.item_ids, found_at, strict=True) if p is None]
+        if missing:
+            raise ValueError(f"items not in catalog '{index.catalog_id}': {missing[:5]}")
+        position = np.asarray(found_at, dtype=np.intp)
+        position.flags.writeable = False
+        made = (index, ids, position)
+        _VOCABULARIES.put(key, made)
+        return made
+
     def _positions(self, cm: CatalogModel, log: ResponseLog) -> np.ndarray:
         """The catalog position of each item of ``log``'s vocabulary."""
-        names = log.item_ids if self.index is not None else log.catalog_item_ids
-        found = [cm.index.position(i) for i in names]
-        missing = [raw for raw, p in zip(log.item_ids, found, strict=True) if p is None]
-        if missing:
-            raise ValueError(f"items not in catalog '{cm.index.catalog_id}': {missing[:5]}")
-        return np.asarray(found, dtype=np.intp)
+        return self._vocabulary(log)[2]
 
     def predict(self, log: ResponseLog) -> FloatArray:
         cm = self.catalog_model(log)
