@@ -29,7 +29,7 @@ __all__ = ["BKTModel", "EngineModel", "GlobalMean", "ItemMean", "Model", "SkillM
 #: a vocabulary's compiled catalog, the catalog id of each raw item id and each item's catalog position
 _Vocabulary = tuple[CatalogIndex, dict[str, str], np.ndarray]
 #: the last few vocabularies compiled (a settings search asks for the same one hundreds of times)
-_VOCABULARIES: LRUCache[tuple[Any, ...], _Vocabulary] = LRUCache(max_items=8)
+_VOCABULARIES: LRUCache[tuple[Any, ...], _Vocabulary] = LRUCache(max_items=4)
 
 
 class Model(Protocol):
