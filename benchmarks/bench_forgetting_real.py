@@ -1,15 +1,23 @@
 """Forgetting on a public timestamped log: no forgetting, the FSRS defaults and the fitted term, by gap.
 
-    .venv/bin/python benchmarks/bench_forgetting_real.py DATA_DIR [--test-size 0.3] [--seed 0] [--folds 3]
+    .venv/bin/python benchmarks/bench_forgetting_real.py DATA_DIR [--files ct.csv ...]
+        [--csv FILE ... --columns learner=user_id,item=problem_id,correct=correct,skill=skill_id,time=start_time]
+        [--test-size 0.3] [--seed 0] [--folds 3]
 
-DATA_DIR holds ``ct.csv`` (nothing is downloaded; searched recursively): the
+One table per log, each run alone on its own split. DATA_DIR holds ``ct.csv`` (nothing is
+downloaded; searched recursively): the
 subset of the KDD Cup 2010 Cognitive Tutor Algebra I 2006-2007 data (11
 students, 18,220 steps, Step Start Time from September 2006 to May 2007)
 published as ``data/ct.csv`` in https://github.com/CAHLR/pyBKT-examples (blob
 1aab4c0, first committed in 3a6f05b), read with
 :func:`learnloop.datasets.read_datashop` (an item is a problem's step, its
 skills the ``KC(Default)`` components). Any other DataShop step export given
-with ``--files`` is run the same way.
+with ``--files`` is run the same way (e.g. the KDD Cup 2010 ``algebra_2005_2006_train.txt``).
+``--csv`` reads timed logs in a table of named columns with
+:func:`learnloop.datasets.read_csv` (``--columns``: which column is the learner, the item, the
+answer, the skill and the time; the default names are those of ASSISTments 2012-2013's
+``2012-2013-data-with-predictions-4-final.csv``; ASSISTments 2017's are
+``learner=studentId,item=problemId,correct=correct,skill=skill,time=startTime``).
 
 Protocol, per log: the learners are split once (``--test-size`` of them, seed
 ``--seed``) into train and test; :func:`learnloop.evaluate.fit_options` chooses
@@ -38,7 +46,7 @@ import math
 import time
 from pathlib import Path
 
-from learnloop.datasets import ResponseLog, align, read_datashop
+from learnloop.datasets import ResponseLog, align, read_csv, read_datashop
 from learnloop.evaluate import GAP_BINS, EngineModel, by_gap, fit_options
 
 MODELS = (("no forgetting", None), ("FSRS defaults", "fsrs"), ("fitted", "fitted"))
@@ -112,17 +120,39 @@ def run(name: str, log: ResponseLog, *, test_size: float, seed: int, folds: int)
     return "\n".join(out)
 
 
+def _columns(spec: str) -> dict[str, str]:
+    pairs = [part.split("=", 1) for part in spec.split(",") if part.strip()]
+    out = {key.strip(): value.strip() for key, value in pairs}
+    missing = {"learner", "item", "correct", "time"} - out.keys()
+    if missing:
+        raise SystemExit(f"--columns names no {', '.join(sorted(missing))} column")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data_dir", type=Path)
+    parser.add_argument("data_dir", type=Path, nargs="?", default=None)
     parser.add_argument("--files", nargs="*", default=["ct.csv"], help="DataShop step exports under DATA_DIR")
+    parser.add_argument("--csv", nargs="*", type=Path, default=[], help="timed logs with named columns")
+    parser.add_argument(
+        "--columns",
+        default="learner=user_id,item=problem_id,correct=correct,skill=skill_id,time=start_time",
+        help="the --csv files' columns",
+    )
     parser.add_argument("--test-size", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--folds", type=int, default=3)
     args = parser.parse_args()
-    for name in args.files:
-        path = _find(args.data_dir, name)
-        log = read_datashop(path)
+    logs: list[tuple[str, ResponseLog]] = []
+    if args.data_dir is not None:
+        logs += [(name, read_datashop(_find(args.data_dir, name))) for name in args.files]
+    columns = _columns(args.columns)
+    logs += [(path.name, read_csv(path, encoding="latin-1", **columns)) for path in args.csv]
+    if not logs:
+        parser.error("give DATA_DIR (DataShop exports) and/or --csv FILE ...")
+    for name, log in logs:
+        if not log.timed:
+            raise SystemExit(f"{name}: the log has no times, its gaps would be made up")
         print(run(name, log, test_size=args.test_size, seed=args.seed, folds=args.folds), flush=True)
         print()
 

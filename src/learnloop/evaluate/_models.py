@@ -218,3 +218,8 @@ class EngineModel(LogModel):
         if self.index is not None or not isinstance(log, ResponseLog):
             return log.item_ids
         return log.catalog_item_ids
+
+    def vocabulary_key(self, log: Responses) -> tuple[Any, ...]:
+        if self.index is not None or not isinstance(log, ResponseLog):
+            return super().vocabulary_key(log)
+        return ("log", log.item_ids, log.skill_ids, log.skill_ptr.tobytes(), log.skill_idx.tobytes())

@@ -82,9 +82,10 @@ def _m_step_objective(
     a = np.exp(log_a)
     dev = nodes[None, :] - b[:, None]
     z = a[:, None] * dev
-    value = float((r * log_expit(z) + (n - r) * log_expit(-z)).sum())
+    log_p = log_expit(z)
+    value = float((r * log_p + (n - r) * log_expit(-z)).sum())
     value -= 0.5 * b_prec * float(((b - b0) ** 2).sum())
-    resid = r - n * np.exp(log_expit(z))  # d loglik / dz
+    resid = r - n * np.exp(log_p)  # d loglik / dz
     grad_b = -(a * resid.sum(axis=1)) - b_prec * (b - b0)
     if not two_pl:
         return -value, -grad_b
@@ -124,6 +125,7 @@ def calibrate(
     toward 0.
     """
     import scipy.sparse as sp  # scipy is imported on first use, not with learnloop
+    from scipy.optimize import Bounds
     from scipy.special import log_expit
 
     p_idx = np.asarray(person, dtype=np.intp).ravel()
@@ -166,6 +168,9 @@ def calibrate(
     log_a = np.zeros(n_items)
     b_prec, a_prec = 1.0 / b_prior_sd**2, 1.0 / a_prior_sd**2
     post = np.broadcast_to(np.exp(log_w), (n_persons, n_quad))
+    # the box of every parameter, as arrays (a list of pairs costs a conversion per item and M-step)
+    lower = np.concatenate([np.full(n_items, -6.0), np.full(n_items if two_pl else 0, -1.5)])
+    bounds = Bounds(lower, -lower)
     last = -math.inf
     n_iter, converged, interrupted = 0, False, False
     bar = tqdm(total=max_iter, desc="calibrating items", disable=not progress, leave=False)
@@ -192,7 +197,7 @@ def calibrate(
                 args=(r, n, nodes, b0, b_prec, a_prec, two_pl),
                 jac=True,
                 method="L-BFGS-B",
-                bounds=[(-6.0, 6.0)] * n_items + ([(-1.5, 1.5)] * n_items if two_pl else []),
+                bounds=bounds,
             )
             # commit the iteration only once it is complete
             post = new_post

@@ -14,6 +14,7 @@ from typing import Any, Literal, Self
 
 import numpy as np
 
+from learnloop._lru import LRUCache
 from learnloop._types import FloatArray
 from learnloop.content import CatalogIndex
 from learnloop.engine.fitting.responses import Responses
@@ -27,6 +28,11 @@ from learnloop.tracing.replay import trace_many
 from learnloop.tracing.retention import Forgetting, fit_forgetting, memory_trace
 
 __all__ = ["LogModel"]
+
+#: a vocabulary's compiled catalog, the catalog id of each raw item id and each item's catalog position
+_Vocabulary = tuple[CatalogIndex, dict[str, str], np.ndarray]
+#: the last few vocabularies compiled (a settings search asks for the same one hundreds of times)
+_VOCABULARIES: LRUCache[tuple[Any, ...], _Vocabulary] = LRUCache(max_items=4)
 
 
 class LogModel:
@@ -116,18 +122,22 @@ class LogModel:
         self.forgetting_ = None
         if self.calibrate and train.n_responses:
             kind: Literal["rasch", "2pl"] = "2pl" if self.calibrate == "2pl" else "rasch"
+            # only the items answered in ``train`` are calibrated: an item without an answer has no
+            # term but its prior, so it would stay at the prior's mean and change none of the others
+            # (the folds of a log share its whole vocabulary, most of it unanswered in a fold)
+            seen, dense = np.unique(train.item, return_inverse=True)
             fit = calibrate(
                 train.learner,
-                train.item,
+                dense,
                 train.correct,
-                n_items=train.n_items,
+                n_items=seen.size,
                 n_persons=train.n_learners,
                 model=kind,
                 ability_sd=None if kind == "rasch" else 1.0,
             )
-            seen = np.bincount(train.item, minlength=train.n_items) > 0
+            ids = train.item_ids
             self.calibration_ = {
-                train.item_ids[i]: {"b": float(fit.b[i]), "a": float(fit.a[i])} for i in np.flatnonzero(seen).tolist()
+                ids[i]: {"b": b, "a": a} for i, b, a in zip(seen.tolist(), fit.b.tolist(), fit.a.tolist(), strict=True)
             }
         if self.refine and train.n_responses:
             self.refine_items(train)
@@ -217,7 +227,7 @@ class LogModel:
 
     def catalog_model(self, log: Responses) -> CatalogModel:
         """The engine's compiled catalog and learner model for ``log``'s vocabulary."""
-        index, ids = self.catalog_of(log)
+        index, ids, _ = self._vocabulary(log)
         calibration = {ids[raw]: params for raw, params in self.calibration_.items() if raw in ids}
         options = self.options.with_topic_rates(index.topic_ids, self.topic_rates_)
         return CatalogModel.build(index, calibration=calibration, **options)
@@ -233,13 +243,32 @@ class LogModel:
         """The catalog's id of each of ``log``'s items (``index``'s: the log's own ids)."""
         return log.item_ids
 
+    def vocabulary_key(self, log: Responses) -> tuple[Any, ...]:
+        """What identifies ``log``'s vocabulary on this model's catalog (the key of ``_VOCABULARIES``)."""
+        return ("index", id(self.index), log.item_ids)
+
+    def _vocabulary(self, log: Responses) -> _Vocabulary:
+        """The catalog of ``log``'s vocabulary (:meth:`catalog_of`), the catalog id of each of its item
+        ids and the catalog position of each item: made once per vocabulary and kept
+        (``_VOCABULARIES``), as the folds of a log and its model's many settings share one."""
+        key = self.vocabulary_key(log)
+        found = _VOCABULARIES.get(key)
+        if found is not None and (self.index is None or found[0] is self.index):
+            return found
+        index, ids = self.catalog_of(log)
+        found_at = [index.position(i) for i in self.item_names(log)]
+        missing = [raw for raw, p in zip(log.item_ids, found_at, strict=True) if p is None]
+        if missing:
+            raise ValueError(f"items not in catalog '{index.catalog_id}': {missing[:5]}")
+        position = np.asarray(found_at, dtype=np.intp)
+        position.flags.writeable = False
+        made = (index, ids, position)
+        _VOCABULARIES.put(key, made)
+        return made
+
     def _positions(self, cm: CatalogModel, log: Responses) -> np.ndarray:
         """The catalog position of each item of ``log``'s vocabulary."""
-        found = [cm.index.position(i) for i in self.item_names(log)]
-        missing = [raw for raw, p in zip(log.item_ids, found, strict=True) if p is None]
-        if missing:
-            raise ValueError(f"items not in catalog '{cm.index.catalog_id}': {missing[:5]}")
-        return np.asarray(found, dtype=np.intp)
+        return self._vocabulary(log)[2]
 
     def predict(self, log: Responses) -> FloatArray:
         cm = self.catalog_model(log)

@@ -57,11 +57,14 @@ class CatalogModel:
         if calibration:
             b = items.b.copy()
             a = items.a.copy()
-            for item_id, params in calibration.items():
-                positions = index.item_positions.get(item_id)
-                if positions is not None:
-                    b[positions] = params["b"]
-                    a[positions] = params.get("a", 1.0)
+            # one gather and one write for all the items (a write per item costs as much as the catalog)
+            looked_up = [(index.item_positions.get(item_id), params) for item_id, params in calibration.items()]
+            found = [(positions, params) for positions, params in looked_up if positions is not None]
+            if found:
+                counts = [positions.size for positions, _ in found]
+                at = np.concatenate([positions for positions, _ in found])
+                b[at] = np.repeat([params["b"] for _, params in found], counts)
+                a[at] = np.repeat([params.get("a", 1.0) for _, params in found], counts)
             items = items.with_calibration(b, a)
         digest = hashlib.blake2b(digest_size=12)
         digest.update("\x1f".join(index.topic_ids).encode())
