@@ -25,7 +25,7 @@ from typing import Any
 
 from learnloop.store.base import Columns, Doc, Key, decode_doc, encode_doc, json_bytes, json_value
 
-__all__ = ["MARK", "compact_columns", "decode_event", "encode_event"]
+__all__ = ["MARK", "compact_columns", "decode_event", "encode_event", "fields_of"]
 
 #: the first byte of a document stored without its key's fields
 MARK = b"\x01"
@@ -86,3 +86,14 @@ def compact_columns(rows: Columns) -> Columns | None:
     for name in tuple(fields)[len(_LAYOUT) :]:
         short[name] = fields[name]
     return Columns(rows.keys, short)
+
+
+def fields_of(docs: Sequence[Any]) -> dict[str, list[Any]]:
+    """Documents as columns: per field name (in order of first appearance), each document's value
+    (None where it has none; a document that is not a mapping has none)."""
+    names: dict[str, None] = {}
+    for doc in docs:
+        if isinstance(doc, dict):
+            names.update(dict.fromkeys(doc))
+    docs = [doc if isinstance(doc, dict) else {} for doc in docs]
+    return {name: [doc.get(name) for doc in docs] for name in names}

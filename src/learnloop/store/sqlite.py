@@ -22,10 +22,20 @@ from functools import lru_cache
 from itertools import chain, repeat
 from os import PathLike
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
-from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event
-from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
+from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event, fields_of
+from learnloop.store.base import (
+    TABLES,
+    Columns,
+    Doc,
+    Key,
+    check_key,
+    check_prefix,
+    decode_doc,
+    encode_doc,
+    json_value,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -282,6 +292,29 @@ class SQLiteStore:
                 (app, *params),
             ).fetchall()
         return iter([(tuple(row[:width]), decode_event(row, row[4])) for row in rows])
+
+    def scan_fields(
+        self, table: str, app: str, prefix: Key = (), *, last_after: str | None = None
+    ) -> tuple[list[Key], dict[str, list[Any]]]:
+        """:meth:`scan` in write order as columns: the keys, and per field name each document's
+        value (None where it has none); the documents are read as one JSON array."""
+        clause, params = self._where_prefix(table, prefix)
+        width = TABLES[table]
+        if last_after is not None:
+            clause += f" AND {_KEY_COLUMNS[width - 1]} > ?"
+            params = (*params, last_after)
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ?{clause} ORDER BY seq", (app, *params)
+            ).fetchall()
+        keys = [tuple(row[:width]) for row in rows]
+        if width == 4 and all(row[4][:1] == MARK for row in rows):  # events without their keys' fields
+            short = json_value(b"[" + b",".join([row[4][1:] for row in rows]) + b"]")
+            fields = fields_of(short)
+            for place, name in enumerate(("user_id", "catalog_id", "item_id", "timestamp")):
+                fields[name] = [key[place] for key in keys]
+            return keys, fields
+        return keys, fields_of([decode_event(row, row[4]) for row in rows])
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         clause, params = self._where_prefix(table, prefix)

@@ -54,6 +54,17 @@ class EventColumns:
     def __len__(self) -> int:
         return int(self.item.shape[0])
 
+    def _parts(self) -> tuple[np.ndarray, ...]:
+        return (self.item, self.kind, self.ts, self.score, self.topic, self.time_ms, self.fraction, self.practice)
+
+    def take(self, rows: np.ndarray | slice) -> EventColumns:
+        """The events at ``rows`` (indices, a boolean mask or a slice)."""
+        return EventColumns(*(part[rows] for part in self._parts()))
+
+    def joined(self, other: EventColumns) -> EventColumns:
+        """These events, then ``other``'s."""
+        return EventColumns(*(np.concatenate((a, b)) for a, b in zip(self._parts(), other._parts(), strict=True)))
+
     @classmethod
     def of(
         cls,

@@ -81,7 +81,7 @@ from .state import (
 from .status import Status, display_skill, item_credit
 from .structure import Event, ItemParams, TopicStructure
 
-__all__ = ["LearnerModel", "LearnerState", "Status"]
+__all__ = ["COLUMNS_RUN", "EventColumns", "LearnerModel", "LearnerState", "Status"]
 
 _KIND_CODE = {"attempt": 1, "skip": 2, "view_theory": 3}
 #: runs at least this long go through :func:`apply_columns` (shorter ones: event by event)
