@@ -180,7 +180,8 @@ class DocCodec:
             skip = len(head)
             values = json_value(b"[" + b",".join([blobs[row][skip:] for row in rows]) + b"]")
             refs = dict(keyed)
-            transposed = list(zip(*values, strict=True)) if values else []
+            width = len(values[0]) if values else 0
+            transposed = [[value[at] for value in values] for at in range(width)]
             whole = len(rows) == n  # (one shape: the columns are the transposed values as they are)
             at = 0
             for place, name in enumerate(names):

@@ -123,3 +123,32 @@ def test_stored_stamps_read_as_the_interactions_instants() -> None:
     assert history_module._epochs(stamps).tolist() == expected
     odd = ["2025-01-01T02:00:00.5+02:00", "2025-01-01T00:00:00Z"]  # not canonical: read one by one
     assert history_module._epochs(odd).tolist() == [parse_timestamp(s).timestamp() for s in odd]
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_bulk_import_is_applied_in_the_import_when_no_read_of_the_store_is_needed(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = _engine(tmp_path / "e.db" if store == "sqlite" else None)
+    events = _events(3000, seed=2)
+    key = ("default", "u", "c1")
+    engine.upsert_events("u", events[:1000])  # a learner without events
+    first = engine._learners.tracker._get(key)
+    assert first is not None and first.current and first.state.n_events == 1000
+    engine.upsert_events("u", events[1000:])  # after the current state's latest event
+    entry = engine._learners.tracker._get(key)
+    assert entry is not None and entry.current and entry.state.n_events == 3000
+    # the first read needs no read of the events, and finds what a replay from the store finds
+    scans: list[object] = []
+    monkeypatch.setattr(history_module.records, "event_fields", lambda *a, **k: scans.append(a))
+    assert engine._learners.state("default", "u", engine.catalog_model("c1")) is entry and not scans
+    monkeypatch.undo()
+    engine._learners.forget()
+    assert engine._learners.state("default", "u", engine.catalog_model("c1")).state.to_bytes() == entry.state.to_bytes()
+    # a few events, or events of a learner not in the cache, wait for the next read as before
+    engine.upsert_events("u", [dict(events[0], timestamp=format_timestamp(START + timedelta(days=9)))])
+    assert engine._learners.tracker._get(key) is not None and not engine._learners.tracker._get(key).current
+    engine.upsert_events("w", _events(200, seed=4)[:100])
+    engine._learners.forget()
+    engine.upsert_events("w", _events(200, seed=4)[100:])  # stored events not in the cache: read later
+    assert engine._learners.tracker._get(("default", "w", "c1")) is None

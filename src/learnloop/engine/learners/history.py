@@ -12,8 +12,11 @@ latest event, and is not applied).
 
 from __future__ import annotations
 
+import gc
 import math
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -33,19 +36,22 @@ _KINDS = {"attempt": 1, "skip": 2, "view_theory": 3}
 
 @dataclass(frozen=True, slots=True)
 class History:
-    """Events in time order: their keys' ``(item_id, stamp)``, and the columns the model applies
+    """Events in time order: their keys' item ids and stamps, and the columns the model applies
     (``ts``: epoch seconds; ``item``: -1 for an item no longer in the catalog)."""
 
-    keys: list[tuple[str, str]]
+    item_ids: list[str]
+    stamps: list[str]
     columns: EventColumns
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.stamps)
 
     def take(self, rows: np.ndarray | slice) -> History:
         """The events at ``rows`` (indices or a slice), in that order."""
-        keys = self.keys[rows] if isinstance(rows, slice) else [self.keys[k] for k in rows.tolist()]
-        return History(keys, self.columns.take(rows))
+        if isinstance(rows, slice):
+            return History(self.item_ids[rows], self.stamps[rows], self.columns.take(rows))
+        at = rows.tolist()
+        return History([self.item_ids[k] for k in at], [self.stamps[k] for k in at], self.columns.take(rows))
 
     def after(self, epoch: float) -> History:
         """The events later than ``epoch`` (seconds)."""
@@ -58,8 +64,9 @@ def read(store: Store, app: str, user: str, catalog: CatalogModel, after: float 
     if after != -math.inf:
         # canonical stamps sort as the instants they name: only the tail is read
         since = format_timestamp(datetime.fromtimestamp(math.floor(after * 1000 - 1) / 1000, UTC))
-    keys, fields = records.event_fields(store, app, (user, catalog.index.catalog_id), last_after=since)
-    return _made(catalog, [(key[2], key[3]) for key in keys], fields, after)
+    with _gc_paused():
+        _, fields = records.event_fields(store, app, (user, catalog.index.catalog_id), last_after=since)
+        return _made(catalog, fields, after)
 
 
 def of_interactions(catalog: CatalogModel, interactions: Sequence[Interaction]) -> History:
@@ -68,9 +75,8 @@ def of_interactions(catalog: CatalogModel, interactions: Sequence[Interaction]) 
         name: [getattr(i, name) for i in interactions]
         for name in ("kind", "item_id", "topic_id", "score", "time_spent_ms", "fraction_completed", "practice")
     }
-    keys = [(i.item_id, i.stamp) for i in interactions]
     epochs = np.array([i.epoch for i in interactions], dtype=np.float64)
-    return History(keys, _columns(catalog, fields, epochs))
+    return History(fields["item_id"], [i.stamp for i in interactions], _columns(catalog, fields, epochs))
 
 
 def merged(catalog: CatalogModel, history: History, group: Iterable[Interaction], after: float) -> History:
@@ -78,12 +84,10 @@ def merged(catalog: CatalogModel, history: History, group: Iterable[Interaction]
     group replaces the stored one of its key, and goes after the stored ones of its time."""
     group = list(group)
     replaced = {i.key[2:] for i in group}
-    kept = np.array([key not in replaced for key in history.keys], dtype=bool)
+    kept = np.flatnonzero([key not in replaced for key in zip(history.item_ids, history.stamps, strict=True)])
     added = of_interactions(catalog, [i for i in group if i.epoch > after])
-    both = History(
-        [k for k, keep in zip(history.keys, kept.tolist(), strict=True) if keep] + added.keys,
-        history.columns.take(np.flatnonzero(kept)).joined(added.columns),
-    )
+    stored = history.take(kept)
+    both = History(stored.item_ids + added.item_ids, stored.stamps + added.stamps, stored.columns.joined(added.columns))
     return both.take(np.argsort(both.columns.ts, kind="stable"))
 
 
@@ -100,12 +104,36 @@ def _epochs(stamps: Sequence[str]) -> np.ndarray:
     return np.array(canonical, dtype="datetime64[ms]").astype(np.int64) / 1000.0
 
 
-def _made(catalog: CatalogModel, keys: list[tuple[str, str]], fields: dict[str, list[Any]], after: float) -> History:
-    n = len(keys)
-    epochs = _epochs([stamp for _, stamp in keys])
-    history = History(keys, _columns(catalog, {name: fields.get(name, [None] * n) for name in _FIELDS}, epochs))
+def _made(catalog: CatalogModel, fields: dict[str, list[Any]], after: float) -> History:
+    stamps = fields.get("timestamp", [])
+    n = len(stamps)
+    epochs = _epochs(stamps)
+    given = {name: fields.get(name, [None] * n) for name in _FIELDS}
+    history = History(given["item_id"], stamps, _columns(catalog, given, epochs))
     later = np.flatnonzero(epochs > after)
     return history.take(later[np.argsort(epochs[later], kind="stable")])
+
+
+_GC = threading.Lock()
+_paused = [0, False]  # readers decoding now, and whether the collector was on before the first
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a long history is decoded: its many small
+    objects (none in a cycle) would otherwise start collections that walk every live object."""
+    with _GC:
+        if _paused[0] == 0:
+            _paused[1] = gc.isenabled()
+            gc.disable()
+        _paused[0] += 1
+    try:
+        yield
+    finally:
+        with _GC:
+            _paused[0] -= 1
+            if _paused[0] == 0 and _paused[1]:
+                gc.enable()
 
 
 _FIELDS = ("kind", "item_id", "topic_id", "score", "time_spent_ms", "fraction_completed", "practice")

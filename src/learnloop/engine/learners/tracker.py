@@ -405,16 +405,24 @@ class Tracker:
         catalogs: Callable[[str], CatalogModel],
         *,
         compute: Iterable[tuple[str, str]] = (),
+        eager: int = 0,
     ) -> dict[tuple[str, str, str], LearnerEntry]:
         """The cache entries after the plan is written: pending events appended.
 
         Learners in ``compute`` are brought fully up to date (may replay from a
-        checkpoint: call it outside a store transaction). The entries are
-        installed with :meth:`install` once the write has committed.
+        checkpoint: call it outside a store transaction). With ``eager``, a learner
+        with at least that many events in the plan gets them applied now when that
+        needs no read of the store: a learner without stored events, or one whose
+        cached state is current and older than all of them (a bulk import). The
+        entries are installed with :meth:`install` once the write has committed.
         """
         wanted = set(compute)
         if isinstance(plan, BatchPlan):  # interactions made for the learners it can change only
-            plan = plan.for_learners(k for k in plan.spans() if k in wanted or self._get((app, *k)) is not None)
+            plan = plan.for_learners(
+                k
+                for k in plan.spans()
+                if k in wanted or self._get((app, *k)) is not None or (eager and plan.revisions.get(k, _NONE).rev == 0)
+            )
         out: dict[tuple[str, str, str], LearnerEntry] = {}
         for (user, catalog_id), group in plan.by_learner.items():
             catalog = catalogs(catalog_id)
@@ -422,17 +430,19 @@ class Tracker:
             stored = plan.revisions.get((user, catalog_id), _NONE)
             revision = stored.rev
             cached = self._get(key)
-            if (user, catalog_id) not in wanted and (
-                cached is None or cached.revision != revision or cached.fingerprint != catalog.fingerprint
-            ):
+            stale = cached is None or cached.revision != revision or cached.fingerprint != catalog.fingerprint
+            now = (user, catalog_id) in wanted or (
+                0 < eager <= len(group) and (revision == 0 or (not stale and cached is not None and cached.current))
+            )
+            if not now and stale:
                 continue  # rebuilt from the store when next read
             if revision == 0:
                 base = empty_entry(catalog)
             else:
                 base = self._base(catalog, cached, stored)
             rewrite = (user, catalog_id) in plan.rewrites
-            if not rewrite and not base.pending and base.dirty_from is None and (user, catalog_id) in wanted:
-                # (a step) the events go after the current state's: applied to it at once
+            if not rewrite and not base.pending and base.dirty_from is None and now:
+                # (a step, a bulk import) the events go after the current state's: applied to it at once
                 ordered = _order(group) if len(group) > 1 else group
                 low = ordered[0].epoch
                 if low >= base.latest:
