@@ -21,6 +21,8 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
+from operator import methodcaller
 from typing import Any
 
 from learnloop.store.base import Columns, Doc, Key, decode_doc, encode_doc, json_bytes, json_value
@@ -91,9 +93,7 @@ def compact_columns(rows: Columns) -> Columns | None:
 def fields_of(docs: Sequence[Any]) -> dict[str, list[Any]]:
     """Documents as columns: per field name (in order of first appearance), each document's value
     (None where it has none; a document that is not a mapping has none)."""
-    names: dict[str, None] = {}
-    for doc in docs:
-        if isinstance(doc, dict):
-            names.update(dict.fromkeys(doc))
-    docs = [doc if isinstance(doc, dict) else {} for doc in docs]
-    return {name: [doc.get(name) for doc in docs] for name in names}
+    if not all(doc.__class__ is dict for doc in docs):
+        docs = [doc if isinstance(doc, dict) else {} for doc in docs]
+    names = dict.fromkeys(chain.from_iterable(docs))  # (the names, in order of first appearance)
+    return {name: list(map(methodcaller("get", name), docs)) for name in names}

@@ -307,10 +307,10 @@ class SQLiteStore:
             rows = self._conn.execute(
                 f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ?{clause} ORDER BY seq", (app, *params)
             ).fetchall()
-        keys = [tuple(row[:width]) for row in rows]
-        if width == 4 and all(row[4][:1] == MARK for row in rows):  # events without their keys' fields
-            short = json_value(b"[" + b",".join([row[4][1:] for row in rows]) + b"]")
-            fields = fields_of(short)
+        keys = [row[:width] for row in rows]
+        blobs = [row[4] for row in rows]
+        if width == 4 and all(blob[:1] == MARK for blob in blobs):  # events without their keys' fields
+            fields = fields_of(json_value(b"[" + b",".join([blob[1:] for blob in blobs]) + b"]"))
             for place, name in enumerate(("user_id", "catalog_id", "item_id", "timestamp")):
                 fields[name] = [key[place] for key in keys]
             return keys, fields
