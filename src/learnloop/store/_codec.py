@@ -14,7 +14,20 @@ from typing import Any
 
 from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_texts, json_value, plain_strings
 
-__all__ = ["MAX_SHAPES", "DocCodec"]
+#: documents parsed by one call of the JSON parser (which holds the GIL throughout)
+_PARSE_ROWS = 4096
+
+
+def json_rows(bodies: Sequence[bytes]) -> list[Any]:
+    """The JSON values of ``bodies``, parsed as arrays of a few thousand at a time (so that other
+    threads run between the parser's calls)."""
+    out: list[Any] = []
+    for at in range(0, len(bodies), _PARSE_ROWS):
+        out += json_value(b"[" + b",".join(bodies[at : at + _PARSE_ROWS]) + b"]")
+    return out
+
+
+__all__ = ["MAX_SHAPES", "DocCodec", "json_rows"]
 
 _RAW = 0x00  # b"\x00" + the raw bytes (as encode_doc)
 _SHAPED1 = 0x01  # one byte of shape id, then the JSON array of the values
@@ -178,7 +191,7 @@ class DocCodec:
                 continue
             names, keyed = self._shapes[head[1] if tag == _SHAPED1 else head[1] | head[2] << 8]
             skip = len(head)
-            values = json_value(b"[" + b",".join([blobs[row][skip:] for row in rows]) + b"]")
+            values = json_rows([blobs[row][skip:] for row in rows])
             refs = dict(keyed)
             width = len(values[0]) if values else 0
             transposed = [[value[at] for value in values] for at in range(width)]

@@ -24,6 +24,7 @@ from os import PathLike
 from types import TracebackType
 from typing import Any, Literal
 
+from learnloop.store._codec import json_rows
 from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event, fields_of
 from learnloop.store.base import (
     TABLES,
@@ -34,7 +35,6 @@ from learnloop.store.base import (
     check_prefix,
     decode_doc,
     encode_doc,
-    json_value,
 )
 
 __all__ = ["SQLiteStore"]
@@ -310,7 +310,7 @@ class SQLiteStore:
         keys = [row[:width] for row in rows]
         blobs = [row[4] for row in rows]
         if width == 4 and all(blob[:1] == MARK for blob in blobs):  # events without their keys' fields
-            fields = fields_of(json_value(b"[" + b",".join([blob[1:] for blob in blobs]) + b"]"))
+            fields = fields_of(json_rows([blob[1:] for blob in blobs]))
             for place, name in enumerate(("user_id", "catalog_id", "item_id", "timestamp")):
                 fields[name] = [key[place] for key in keys]
             return keys, fields
