@@ -245,6 +245,27 @@ def events_of(store: Store, app: str, learner: Learner, last_after: str | None =
     return store.scan("events", app, learner, order="seq", last_after=last_after)
 
 
+def event_fields(
+    store: Store, app: str, learner: Learner, last_after: str | None = None
+) -> tuple[list[Key], dict[str, list[Any]]]:
+    """:func:`events_of` as columns: the keys, and per field name each event's value (None where it
+    has none), read at once by the stores that can (``scan_fields``), else document by document."""
+    scan_fields = getattr(store, "scan_fields", None)
+    if scan_fields is not None:
+        found: tuple[list[Key], dict[str, list[Any]]] = scan_fields("events", app, learner, last_after=last_after)
+        return found
+    keys: list[Key] = []
+    fields: dict[str, list[Any]] = {}
+    for n, (key, doc) in enumerate(events_of(store, app, learner, last_after)):
+        keys.append(key)
+        for name, value in doc.items() if isinstance(doc, dict) else ():
+            fields.setdefault(name, [None] * n).append(value)
+        for column in fields.values():
+            if len(column) == n:
+                column.append(None)
+    return keys, fields
+
+
 def event_docs(store: Store, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:
     """The stored events among ``keys`` ``(user, catalog, item, timestamp)``."""
     return store.get_many("events", app, keys)

@@ -9,11 +9,25 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from itertools import compress
 from typing import Any
 
 from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_texts, json_value, plain_strings
 
-__all__ = ["MAX_SHAPES", "DocCodec"]
+#: documents parsed by one call of the JSON parser (which holds the GIL throughout)
+_PARSE_ROWS = 4096
+
+
+def json_rows(bodies: Sequence[bytes]) -> list[Any]:
+    """The JSON values of ``bodies``, parsed as arrays of a few thousand at a time (so that other
+    threads run between the parser's calls)."""
+    out: list[Any] = []
+    for at in range(0, len(bodies), _PARSE_ROWS):
+        out += json_value(b"[" + b",".join(bodies[at : at + _PARSE_ROWS]) + b"]")
+    return out
+
+
+__all__ = ["MAX_SHAPES", "DocCodec", "json_rows"]
 
 _RAW = 0x00  # b"\x00" + the raw bytes (as encode_doc)
 _SHAPED1 = 0x01  # one byte of shape id, then the JSON array of the values
@@ -157,3 +171,43 @@ class DocCodec:
         for at, ref in keyed:  # in order of position: each goes where it stands among the fields
             values.insert(at, key[ref])
         return dict(zip(names, values, strict=True))
+
+    def decode_fields(self, blobs: Sequence[bytes], keys: Sequence[Key]) -> dict[str, list[Any]]:
+        """The documents of ``blobs`` (with their ``keys``) as columns: per field name, each
+        document's value (None where it has none). The bodies of the documents of one shape are
+        read as one JSON array, so no dict is made per document."""
+        n = len(blobs)
+        out: dict[str, list[Any]] = {}
+        heads = [blob[:3] if blob[:1] == b"\x02" else blob[:2] for blob in blobs]
+        for head in set(heads):
+            tag = head[0] if head else _OBJECT
+            picked = [h == head for h in heads]
+            rows = list(compress(range(n), picked))
+            if tag not in (_SHAPED1, _SHAPED2) or len(head) < (2 if tag == _SHAPED1 else 3):
+                for row in rows:  # whole documents, one by one
+                    doc = self.decode(blobs[row], keys[row])
+                    for name, value in doc.items() if isinstance(doc, dict) else ():
+                        out.setdefault(name, [None] * n)[row] = value
+                continue
+            names, keyed = self._shapes[head[1] if tag == _SHAPED1 else head[1] | head[2] << 8]
+            skip = len(head)
+            values = json_rows([blobs[row][skip:] for row in rows])
+            refs = dict(keyed)
+            width = len(values[0]) if values else 0
+            transposed = [[value[at] for value in values] for at in range(width)]
+            whole = len(rows) == n  # (one shape: the columns are the transposed values as they are)
+            at = 0
+            for place, name in enumerate(names):
+                if place in refs:
+                    part = refs[place]
+                    given: Sequence[Any] = [keys[row][part] for row in rows]
+                else:
+                    given = transposed[at] if transposed else ()
+                    at += 1
+                if whole:
+                    out[name] = list(given)
+                    continue
+                column = out.setdefault(name, [None] * n)
+                for row, value in zip(rows, given, strict=True):
+                    column[row] = value
+        return out

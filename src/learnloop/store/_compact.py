@@ -21,11 +21,13 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
+from operator import methodcaller
 from typing import Any
 
 from learnloop.store.base import Columns, Doc, Key, decode_doc, encode_doc, json_bytes, json_value
 
-__all__ = ["MARK", "compact_columns", "decode_event", "encode_event"]
+__all__ = ["MARK", "compact_columns", "decode_event", "encode_event", "fields_of"]
 
 #: the first byte of a document stored without its key's fields
 MARK = b"\x01"
@@ -86,3 +88,12 @@ def compact_columns(rows: Columns) -> Columns | None:
     for name in tuple(fields)[len(_LAYOUT) :]:
         short[name] = fields[name]
     return Columns(rows.keys, short)
+
+
+def fields_of(docs: Sequence[Any]) -> dict[str, list[Any]]:
+    """Documents as columns: per field name (in order of first appearance), each document's value
+    (None where it has none; a document that is not a mapping has none)."""
+    if not all(doc.__class__ is dict for doc in docs):
+        docs = [doc if isinstance(doc, dict) else {} for doc in docs]
+    names = dict.fromkeys(chain.from_iterable(docs))  # (the names, in order of first appearance)
+    return {name: list(map(methodcaller("get", name), docs)) for name in names}

@@ -243,6 +243,20 @@ class MemoryStore:
         rows.sort(key=(lambda row: row[0]) if order == "key" else (lambda row: row[1]))
         return self._decoded(rows)
 
+    def scan_fields(
+        self, table: str, app: str, prefix: Key = (), *, last_after: str | None = None
+    ) -> tuple[list[Key], dict[str, list[Any]]]:
+        """:meth:`scan` in write order as columns: the keys, and per field name each document's
+        value (None where it has none); the documents of one shape are read as one JSON array."""
+        prefix = tuple(prefix)
+        check_prefix(table, prefix)
+        with self._lock:
+            gathered = self._gather((table, app), _width(table), prefix, True, last_after)
+        rows = _expand(gathered, last_after, True)
+        rows.sort(key=lambda row: row[1])
+        keys = [row[0] for row in rows]
+        return keys, self._codec.decode_fields([row[2] for row in rows], keys)
+
     def _decoded(self, rows: list[tuple[Key, int, bytes]]) -> Iterator[tuple[Key, Doc]]:
         """The documents decoded one at a time (a long scan never holds them all)."""
         decode = self._codec.decode

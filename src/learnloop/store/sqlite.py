@@ -21,15 +21,16 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from functools import lru_cache
-from itertools import chain, repeat
+from itertools import chain
 from os import PathLike
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
-from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event
+from learnloop.store._codec import json_rows
+from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event, fields_of
 from learnloop.store._filelock import FileLock
 from learnloop.store._layout import SCHEMA_VERSION, VERSION_KEY, rekeyed_sessions, version_doc
+from learnloop.store._sqlite_sql import chunks, insert_statement, strings_only
 from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc, json_doc
 
 __all__ = ["SQLiteStore"]
@@ -326,6 +327,29 @@ class SQLiteStore:
             ).fetchall()
         return iter([(tuple(row[:width]), decode_event(row, row[4])) for row in rows])
 
+    def scan_fields(
+        self, table: str, app: str, prefix: Key = (), *, last_after: str | None = None
+    ) -> tuple[list[Key], dict[str, list[Any]]]:
+        """:meth:`scan` in write order as columns: the keys, and per field name each document's
+        value (None where it has none); the documents are read as one JSON array."""
+        clause, params = self._where_prefix(table, prefix)
+        width = TABLES[table]
+        if last_after is not None:
+            clause += f" AND {_KEY_COLUMNS[width - 1]} > ?"
+            params = (*params, last_after)
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ?{clause} ORDER BY seq", (app, *params)
+            ).fetchall()
+        keys = [row[:width] for row in rows]
+        blobs = [row[4] for row in rows]
+        if width == 4 and all(blob[:1] == MARK for blob in blobs):  # events without their keys' fields
+            fields = fields_of(json_rows([blob[1:] for blob in blobs]))
+            for place, name in enumerate(("user_id", "catalog_id", "item_id", "timestamp")):
+                fields[name] = [key[place] for key in keys]
+            return keys, fields
+        return keys, fields_of([decode_event(row, row[4]) for row in rows])
+
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         clause, params = self._where_prefix(table, prefix)
         width = TABLES[table]
@@ -391,7 +415,7 @@ class SQLiteStore:
     def _columns(self, table: str, rows: Columns) -> tuple[list[Sequence[str]], list[str] | list[bytes]] | None:
         """Rows given as columns: the four key columns and the documents, encoded column by column
         (as text in a UTF-8 database; None: to be taken row by row)."""
-        if len(rows.keys) != TABLES.get(table) or not all(map(_strings, rows.keys)):
+        if len(rows.keys) != TABLES.get(table) or not all(map(strings_only, rows.keys)):
             return None
         # events without the fields their keys repeat, behind the mark (see store._compact)
         short = compact_columns(rows) if table == "events" else None
@@ -420,12 +444,12 @@ class SQLiteStore:
         head = (app, *(part[0] for part, same in zip(keys, fixed, strict=True) if same))
         text = docs[0].__class__ is str
         at = 0
-        for size in _chunks(n, _CHUNK // (len(varying) + 2)):
+        for size in chunks(n, _CHUNK // (len(varying) + 2)):
             stop = at + size
             rows = zip(
                 *(part[at:stop] for part in varying), range(first + at, first + stop), docs[at:stop], strict=True
             )
-            self._conn.execute(_insert(table, fixed, text, size), head + tuple(chain.from_iterable(rows)))
+            self._conn.execute(insert_statement(table, fixed, text, size), head + tuple(chain.from_iterable(rows)))
             at = stop
 
     def delete_many(self, table: str, app: str, keys: Iterable[Key]) -> list[Key]:
@@ -471,38 +495,3 @@ class _Transaction:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self._store._end(kind is not None)
-
-
-def _strings(part: Sequence[str]) -> bool:
-    """Whether a key column holds strings only (one string throughout, or each a ``str``)."""
-    if part and part[0].__class__ is str and part.count(part[0]) == len(part):
-        return True
-    return set(map(type, part)) == {str}
-
-
-def _chunks(n: int, most: int) -> Iterator[int]:
-    """Sizes of statements for ``n`` rows, at most ``most`` rows each: powers of two, so that a few
-    statements, prepared once, serve every number of rows."""
-    size = 1 << (most.bit_length() - 1)
-    while n:
-        while size > n:
-            size >>= 1
-        yield size
-        n -= size
-
-
-@lru_cache(maxsize=256)
-def _insert(table: str, fixed: tuple[bool, ...], text: bool, rows: int) -> str:
-    """The statement writing ``rows`` rows into ``table``: the application and the key columns
-    ``fixed`` bound once, then per row the other key columns, the sequence number and the document.
-    A ``text`` document is stored as the blob of its UTF-8 bytes (the database's encoding): the
-    sqlite3 module binds a str as it is, where it first looks for an adapter for bytes."""
-    width = fixed.count(False) + 2
-    names = iter(range(1, width - 1))
-    selected = ", ".join("?" if same else f"column{next(names)}" for same in fixed)
-    doc = f"CAST(column{width} AS BLOB)" if text else f"column{width}"
-    values = ", ".join(repeat("(" + ", ".join("?" * width) + ")", rows))
-    return (
-        f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) "
-        f"SELECT ?, {selected}, column{width - 1}, {doc} FROM (VALUES {values})"
-    )

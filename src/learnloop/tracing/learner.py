@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from ._apply import Rows, apply_event, merged
+from ._columns import EventColumns, apply_columns
 from ._rates import per_topic
 from ._types import ArrayLike, BoolArray, FloatArray, IntArray
 from .forgetting import MemoryModel, as_epoch_seconds, recall_probability
@@ -80,9 +81,11 @@ from .state import (
 from .status import Status, display_skill, item_credit
 from .structure import Event, ItemParams, TopicStructure
 
-__all__ = ["LearnerModel", "LearnerState", "Status"]
+__all__ = ["COLUMNS_RUN", "EventColumns", "LearnerModel", "LearnerState", "Status"]
 
 _KIND_CODE = {"attempt": 1, "skip": 2, "view_theory": 3}
+#: runs at least this long go through :func:`apply_columns` (shorter ones: event by event)
+COLUMNS_RUN = 64
 
 
 class LearnerModel:
@@ -180,6 +183,7 @@ class LearnerModel:
         """The same model with other learning rates and novelty (one value, or one per topic)."""
         model = copy.copy(self)
         model._weights = {}
+        model.__dict__.pop("kernel_tables", None)
         model._set_rates(practice_gain, failure_gain, novelty)
         return model
 
@@ -253,6 +257,38 @@ class LearnerModel:
             n,
             n_events,
             state.momentum if momentum == before else frozen_array(np.array(momentum, dtype=np.float64)),
+        )
+
+    def update_columns(self, state: LearnerState, columns: EventColumns) -> LearnerState:
+        """:meth:`update_many` of events given as columns: a long run through the compiled loop
+        when numba is installed (extra ``fast``; equal up to float rounding, see
+        :mod:`learnloop.tracing._columns`), otherwise event by event."""
+        if len(columns) >= COLUMNS_RUN:
+            made = apply_columns(self, state, columns)
+            if made is not None:
+                return made
+        return self.update_many(state, columns.events())
+
+    @cached_property
+    def kernel_tables(self) -> tuple[np.ndarray, ...]:
+        """The model's settings as the arrays the compiled loop reads (see :mod:`learnloop.tracing._kernel`)."""
+        succ_ptr = np.r_[0, np.cumsum([len(s) for s in self._succ])].astype(np.intp)
+        succ_idx = np.array([n for s in self._succ for n in s], dtype=np.intp)
+        memory = self.memory_model
+        settings = [self.parent_weight, self.prerequisite_weight, self.drift, self.topic_var]
+        settings += [float(self.hierarchy == "additive"), self.momentum_decay, self.momentum_decay**2]
+        settings += [self.momentum_var]
+        fsrs = [*memory.weights, memory.lapse_below, memory.good_from, memory.time_scale, math.exp(memory.weights[8])]
+        return (
+            np.ascontiguousarray(self.topics.chains, dtype=np.intp),
+            (self.topics.depth + 2).astype(np.intp),
+            succ_ptr,
+            succ_idx,
+            np.array(self._gain, dtype=np.float64),
+            np.array(self._fail, dtype=np.float64),
+            np.array(self._nov, dtype=np.float64),
+            np.array(settings, dtype=np.float64),
+            np.array(fsrs, dtype=np.float64),
         )
 
     def replay(self, events: Iterable[Event], state: LearnerState | None = None) -> LearnerState:

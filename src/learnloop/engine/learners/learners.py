@@ -33,6 +33,7 @@ from learnloop.recommend import DueItem, LearnerView, UserStatus
 from learnloop.recommend.due import due_items, due_order
 from learnloop.store import Store
 from learnloop.tracing import Status
+from learnloop.tracing.learner import COLUMNS_RUN
 from learnloop.tracing.predictions import Predictions
 
 __all__ = ["BatchEvents", "Ingestion", "Learners"]
@@ -65,6 +66,10 @@ class Ingestion:
         assert found is not None, "the state after the events is made for a step's learner only"
         return found
 
+
+#: a learner with at least this many events in one write outside a step gets them applied at once
+#: (when that needs no read of the store, see :meth:`Tracker.advance`), not at its next read
+EAGER_EVENTS = COLUMNS_RUN
 
 #: bytes of the cache of the learners' latest predictions
 PREDICTIONS_CACHE_BYTES = 32 * 2**20
@@ -151,8 +156,11 @@ class Learners:
                         entries = self.tracker.advance(app, plan, catalogs, compute=learners)
                 ingestion = Ingestion(app, plan, {} if entries is None else entries, current)
                 yield ingestion
-            # after the commit: the cached states of these learners get the new events
-            self.tracker.install(self.tracker.advance(app, plan, catalogs) if entries is None else entries)
+            # after the commit: the cached states of these learners get the new events (a bulk import
+            # of a learner is applied now when that needs no read of the store)
+            if entries is None:
+                entries = self.tracker.advance(app, plan, catalogs, eager=EAGER_EVENTS)
+            self.tracker.install(entries)
 
     def _plan(
         self,

@@ -33,6 +33,8 @@ import numpy as np
 from learnloop._lru import LRUCache
 from learnloop.engine import records
 from learnloop.engine.learners.batch import EventBatch
+from learnloop.engine.learners.history import History, merged, of_interactions
+from learnloop.engine.learners.history import read as read_history
 from learnloop.engine.learners.plans import BatchPlan, Plan, StaleError, plan_batch, plan_interactions
 from learnloop.engine.learners.plans import write as write_plan
 from learnloop.engine.learners.revisions import Revision, RevisionMemo
@@ -41,6 +43,7 @@ from learnloop.events import Interaction, format_timestamp
 from learnloop.store import Store
 from learnloop.store.base import json_doc
 from learnloop.tracing import LearnerState
+from learnloop.tracing.learner import COLUMNS_RUN, EventColumns
 
 __all__ = ["LearnerEntry", "Plan", "StaleError", "Tracker", "empty_entry"]
 
@@ -223,7 +226,7 @@ class Tracker:
         user: str,
         catalog: CatalogModel,
         entry: LearnerEntry,
-        history: Sequence[Interaction] | None = None,
+        history: History | None = None,
     ) -> LearnerEntry:
         """``entry`` with its pending events applied, or rebuilt from a checkpoint.
 
@@ -249,9 +252,9 @@ class Tracker:
             valid = tuple(c for c in entry.checkpoints if c.latest < dirty_from)
             start = self._start(catalog, entry, valid)
         if history is None:
-            tail = self.history(app, user, catalog.index.catalog_id, after=start.latest)
+            tail = read_history(self.store, app, user, catalog, after=start.latest)
         else:
-            tail = [i for i in history if i.epoch > start.latest]
+            tail = history.after(start.latest)
         return self._apply(catalog, start, tail, valid)
 
     @staticmethod
@@ -268,12 +271,69 @@ class Tracker:
     def _apply(
         catalog: CatalogModel,
         entry: LearnerEntry,
-        ordered: Sequence[Interaction],
+        ordered: Sequence[Interaction] | History,
         checkpoints: tuple[_Checkpoint, ...],
         revision: int | None = None,
     ) -> LearnerEntry:
         """Apply interactions (in order, none earlier than ``entry.latest``), cutting checkpoints;
-        the entry made is at ``revision`` (default: ``entry``'s)."""
+        the entry made is at ``revision`` (default: ``entry``'s). Many go as columns."""
+        if not isinstance(ordered, History):
+            if len(ordered) < COLUMNS_RUN:
+                return Tracker._apply_each(catalog, entry, ordered, checkpoints, revision)
+            ordered = of_interactions(catalog, ordered)
+        return Tracker._apply_columns(catalog, entry, ordered.columns, checkpoints, revision)
+
+    @staticmethod
+    def _apply_columns(
+        catalog: CatalogModel,
+        entry: LearnerEntry,
+        ordered: EventColumns,
+        checkpoints: tuple[_Checkpoint, ...],
+        revision: int | None,
+    ) -> LearnerEntry:
+        """:meth:`_apply` of events as columns (``item`` -1: left the catalog, not applied)."""
+        model = catalog.model
+        state = entry.state
+        latest = entry.latest
+        last_attempt = entry.last_attempt
+        since = state.n_events - (checkpoints[-1].state.n_events if checkpoints else 0)
+        ts = ordered.ts
+        at = 0
+        n = len(ordered)
+        while at < n:
+            # the next chunk ends at a checkpoint boundary (between two distinct timestamps)
+            stop = n
+            if since + (n - at) >= CHECKPOINT_EVERY:
+                stop = at + max(1, CHECKPOINT_EVERY - since)
+                if stop < n:
+                    stop = int(np.searchsorted(ts, ts[stop - 1], side="right"))
+            chunk = ordered.take(slice(at, stop))
+            if (chunk.item < 0).any():
+                chunk = chunk.take(chunk.item >= 0)
+            before = state.n_events
+            state = model.update_columns(state, chunk)
+            since += state.n_events - before
+            latest = max(latest, float(ts[stop - 1]))
+            if len(chunk):
+                score = float(chunk.score[-1])
+                last_attempt = (int(chunk.item[-1]), score) if chunk.kind[-1] == 1 and score == score else None
+            at = stop
+            if since >= CHECKPOINT_EVERY and (at == n or ts[at] > latest):
+                checkpoints = _thin((*checkpoints, _Checkpoint(latest, state, last_attempt)))
+                since = 0
+        if revision is None:
+            revision = entry.revision
+        return LearnerEntry(revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
+
+    @staticmethod
+    def _apply_each(
+        catalog: CatalogModel,
+        entry: LearnerEntry,
+        ordered: Sequence[Interaction],
+        checkpoints: tuple[_Checkpoint, ...],
+        revision: int | None,
+    ) -> LearnerEntry:
+        """:meth:`_apply` of a few interactions, event by event."""
         model = catalog.model
         state = entry.state
         latest = entry.latest
@@ -345,16 +405,24 @@ class Tracker:
         catalogs: Callable[[str], CatalogModel],
         *,
         compute: Iterable[tuple[str, str]] = (),
+        eager: int = 0,
     ) -> dict[tuple[str, str, str], LearnerEntry]:
         """The cache entries after the plan is written: pending events appended.
 
         Learners in ``compute`` are brought fully up to date (may replay from a
-        checkpoint: call it outside a store transaction). The entries are
-        installed with :meth:`install` once the write has committed.
+        checkpoint: call it outside a store transaction). With ``eager``, a learner
+        with at least that many events in the plan gets them applied now when that
+        needs no read of the store: a learner without stored events, or one whose
+        cached state is current and older than all of them (a bulk import). The
+        entries are installed with :meth:`install` once the write has committed.
         """
         wanted = set(compute)
         if isinstance(plan, BatchPlan):  # interactions made for the learners it can change only
-            plan = plan.for_learners(k for k in plan.spans() if k in wanted or self._get((app, *k)) is not None)
+            plan = plan.for_learners(
+                k
+                for k in plan.spans()
+                if k in wanted or self._get((app, *k)) is not None or (eager and plan.revisions.get(k, _NONE).rev == 0)
+            )
         out: dict[tuple[str, str, str], LearnerEntry] = {}
         for (user, catalog_id), group in plan.by_learner.items():
             catalog = catalogs(catalog_id)
@@ -362,17 +430,19 @@ class Tracker:
             stored = plan.revisions.get((user, catalog_id), _NONE)
             revision = stored.rev
             cached = self._get(key)
-            if (user, catalog_id) not in wanted and (
-                cached is None or cached.revision != revision or cached.fingerprint != catalog.fingerprint
-            ):
+            stale = cached is None or cached.revision != revision or cached.fingerprint != catalog.fingerprint
+            now = (user, catalog_id) in wanted or (
+                0 < eager <= len(group) and (revision == 0 or (not stale and cached is not None and cached.current))
+            )
+            if not now and stale:
                 continue  # rebuilt from the store when next read
             if revision == 0:
                 base = empty_entry(catalog)
             else:
                 base = self._base(catalog, cached, stored)
             rewrite = (user, catalog_id) in plan.rewrites
-            if not rewrite and not base.pending and base.dirty_from is None and (user, catalog_id) in wanted:
-                # (a step) the events go after the current state's: applied to it at once
+            if not rewrite and not base.pending and base.dirty_from is None and now:
+                # (a step, a bulk import) the events go after the current state's: applied to it at once
                 ordered = _order(group) if len(group) > 1 else group
                 low = ordered[0].epoch
                 if low >= base.latest:
@@ -402,21 +472,11 @@ class Tracker:
                     if entry.dirty_from is not None:
                         low = min(low, entry.dirty_from)
                     valid = [c.latest for c in entry.checkpoints if c.latest < low]
-                    history = self._merged_history(app, user, catalog_id, group, valid[-1] if valid else -math.inf)
+                    after = valid[-1] if valid else -math.inf
+                    history = merged(catalog, read_history(self.store, app, user, catalog, after), group, after)
                 entry = self._catch_up(app, user, catalog, entry, history)
             out[key] = entry
         return out
-
-    def _merged_history(
-        self, app: str, user: str, catalog_id: str, group: Sequence[Interaction], after: float
-    ) -> list[Interaction]:
-        """The stored history after ``after`` with ``group`` (about to be written) merged in."""
-        rows = {i.key: i for i in self.history(app, user, catalog_id, after)}
-        for interaction in group:
-            rows.pop(interaction.key, None)
-            if interaction.epoch > after:
-                rows[interaction.key] = interaction
-        return _order(rows.values())
 
     def install(self, entries: Mapping[tuple[str, str, str], LearnerEntry]) -> None:
         """Put entries made by :meth:`advance` in the cache (after their write committed)."""

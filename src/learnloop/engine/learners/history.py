@@ -1,0 +1,160 @@
+"""A learner's stored events as columns, for a replay (no object per event).
+
+:func:`read` takes a learner's events from the store as columns
+(:func:`learnloop.engine.records.event_fields`), finds each one's item position
+once per (item, topic) pair and reads the canonical timestamps with numpy; the
+result, :class:`History`, is in time order (events sharing a timestamp in
+posting order), as :meth:`Tracker.history` orders interactions, and holds what
+:meth:`LearnerModel.update_columns` applies. An event whose item left the
+catalog keeps its place with the position -1 (it counts for the time of the
+latest event, and is not applied).
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from learnloop.engine import records
+from learnloop.engine.repository.catalog_model import CatalogModel
+from learnloop.events import Interaction, format_timestamp, parse_timestamp
+from learnloop.store import Store
+from learnloop.tracing.learner import EventColumns
+
+__all__ = ["History", "read"]
+
+_KINDS = {"attempt": 1, "skip": 2, "view_theory": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """Events in time order: their keys' item ids and stamps, and the columns the model applies
+    (``ts``: epoch seconds; ``item``: -1 for an item no longer in the catalog)."""
+
+    item_ids: list[str]
+    stamps: list[str]
+    columns: EventColumns
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+    def take(self, rows: np.ndarray | slice) -> History:
+        """The events at ``rows`` (indices or a slice), in that order."""
+        if isinstance(rows, slice):
+            return History(self.item_ids[rows], self.stamps[rows], self.columns.take(rows))
+        at = rows.tolist()
+        return History([self.item_ids[k] for k in at], [self.stamps[k] for k in at], self.columns.take(rows))
+
+    def after(self, epoch: float) -> History:
+        """The events later than ``epoch`` (seconds)."""
+        return self.take(slice(int(np.searchsorted(self.columns.ts, epoch, side="right")), None))
+
+
+def read(store: Store, app: str, user: str, catalog: CatalogModel, after: float = -math.inf) -> History:
+    """The learner's stored events later than ``after`` (epoch seconds), in time order."""
+    since = None
+    if after != -math.inf:
+        # canonical stamps sort as the instants they name: only the tail is read
+        since = format_timestamp(datetime.fromtimestamp(math.floor(after * 1000 - 1) / 1000, UTC))
+    with _gc_paused():
+        _, fields = records.event_fields(store, app, (user, catalog.index.catalog_id), last_after=since)
+        return _made(catalog, fields, after)
+
+
+def of_interactions(catalog: CatalogModel, interactions: Sequence[Interaction]) -> History:
+    """Interactions (in the order given, taken to be in time order) as a history."""
+    fields: dict[str, list[Any]] = {
+        name: [getattr(i, name) for i in interactions]
+        for name in ("kind", "item_id", "topic_id", "score", "time_spent_ms", "fraction_completed", "practice")
+    }
+    epochs = np.array([i.epoch for i in interactions], dtype=np.float64)
+    return History(fields["item_id"], [i.stamp for i in interactions], _columns(catalog, fields, epochs))
+
+
+def merged(catalog: CatalogModel, history: History, group: Iterable[Interaction], after: float) -> History:
+    """``history`` with ``group`` (about to be written; later than ``after``) in: an event of the
+    group replaces the stored one of its key, and goes after the stored ones of its time."""
+    group = list(group)
+    replaced = {i.key[2:] for i in group}
+    kept = np.flatnonzero([key not in replaced for key in zip(history.item_ids, history.stamps, strict=True)])
+    added = of_interactions(catalog, [i for i in group if i.epoch > after])
+    stored = history.take(kept)
+    both = History(stored.item_ids + added.item_ids, stored.stamps + added.stamps, stored.columns.joined(added.columns))
+    return both.take(np.argsort(both.columns.ts, kind="stable"))
+
+
+def _epochs(stamps: Sequence[str]) -> np.ndarray:
+    """Epoch seconds of stored stamps, as :attr:`Interaction.epoch` gives them."""
+    if all(len(s) == 24 and s[-1] == "Z" for s in stamps):  # canonical: '2025-01-01T00:00:00.000Z'
+        try:
+            ms = np.array([s[:-1] for s in stamps], dtype="datetime64[ms]").astype(np.int64)
+        except ValueError:
+            pass
+        else:
+            return ms / 1000.0
+    canonical = [format_timestamp(parse_timestamp(s))[:-1] for s in stamps]  # (the instant to the millisecond)
+    return np.array(canonical, dtype="datetime64[ms]").astype(np.int64) / 1000.0
+
+
+def _made(catalog: CatalogModel, fields: dict[str, list[Any]], after: float) -> History:
+    stamps = fields.get("timestamp", [])
+    n = len(stamps)
+    epochs = _epochs(stamps)
+    given = {name: fields.get(name, [None] * n) for name in _FIELDS}
+    history = History(given["item_id"], stamps, _columns(catalog, given, epochs))
+    later = np.flatnonzero(epochs > after)
+    return history.take(later[np.argsort(epochs[later], kind="stable")])
+
+
+_GC = threading.Lock()
+_paused = [0, False]  # readers decoding now, and whether the collector was on before the first
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a long history is decoded: its many small
+    objects (none in a cycle) would otherwise start collections that walk every live object."""
+    with _GC:
+        if _paused[0] == 0:
+            _paused[1] = gc.isenabled()
+            gc.disable()
+        _paused[0] += 1
+    try:
+        yield
+    finally:
+        with _GC:
+            _paused[0] -= 1
+            if _paused[0] == 0 and _paused[1]:
+                gc.enable()
+
+
+_FIELDS = ("kind", "item_id", "topic_id", "score", "time_spent_ms", "fraction_completed", "practice")
+
+
+def _columns(catalog: CatalogModel, fields: dict[str, list[Any]], epochs: np.ndarray) -> EventColumns:
+    index = catalog.index
+    where: dict[tuple[str, str], int] = {}
+    for pair in set(zip(fields["item_id"], fields["topic_id"], strict=True)):
+        position = index.position(pair[0], pair[1])
+        if position is None:
+            position = index.position(pair[0])
+        where[pair] = -1 if position is None else position
+    n = epochs.shape[0]
+    return EventColumns(
+        np.array([where[pair] for pair in zip(fields["item_id"], fields["topic_id"], strict=True)], dtype=np.intp),
+        np.array([_KINDS.get(k, 0) for k in fields["kind"]], dtype=np.int8),
+        epochs,
+        np.array([np.nan if s is None else s for s in fields["score"]], dtype=np.float64),
+        np.full(n, -1, dtype=np.intp),
+        np.array([t or 0 for t in fields["time_spent_ms"]], dtype=np.int64),
+        np.array([np.nan if f is None else f for f in fields["fraction_completed"]], dtype=np.float64),
+        np.array([p is not False for p in fields["practice"]], dtype=bool),
+    )

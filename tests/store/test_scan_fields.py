@@ -1,0 +1,66 @@
+"""``scan_fields`` of the memory and SQLite stores: a scan in write order as columns, the same
+values :meth:`scan` gives document by document (documents of several shapes, whole JSON objects,
+raw bytes, events in the engine's layout and out of it, rewrites, ``last_after``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from learnloop.engine import records
+from learnloop.store import MemoryStore, SQLiteStore, Store
+from learnloop.store.base import Columns
+
+STAMPS = [f"2025-01-01T00:00:{s:02d}.000Z" for s in range(60)]
+
+
+def _event(k: int, **more: Any) -> dict[str, Any]:
+    doc = {"kind": "attempt", "user_id": "u", "catalog_id": "c", "item_id": f"i{k % 7}", "topic_id": "t"}
+    return {**doc, "timestamp": STAMPS[k], **more}
+
+
+def _expected(store: Store, prefix: tuple[str, ...], last_after: str | None) -> tuple[list[Any], dict[str, list[Any]]]:
+    rows = list(store.scan("events", "a", prefix, order="seq", last_after=last_after))
+    names: dict[str, None] = {}
+    for _, doc in rows:
+        if isinstance(doc, dict):
+            names.update(dict.fromkeys(doc))
+    docs = [doc if isinstance(doc, dict) else {} for _, doc in rows]
+    return [key for key, _ in rows], {name: [doc.get(name) for doc in docs] for name in names}
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_scan_fields_reads_what_scan_reads(kind: str, tmp_path: Path) -> None:
+    store: MemoryStore | SQLiteStore = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "s.db")
+    rows: list[tuple[tuple[str, ...], Any]] = []
+    for k in range(40):
+        doc: Any = _event(k, score=float(k % 2))
+        if k % 5 == 1:
+            doc = _event(k, time_spent_ms=k, practice=False)  # another shape
+        elif k % 5 == 2:
+            doc = {"timestamp": STAMPS[k], "kind": "skip", "note": [1, {"x": None}]}  # not the engine's layout
+        elif k % 11 == 3:
+            doc = b"\x00raw"
+        rows.append((("u", "c", f"i{k % 7}", STAMPS[k]), doc))
+    store.put_many("events", "a", rows)
+    store.put_many("events", "a", [(rows[4][0], _event(4, score=0.25))])  # a rewrite
+    keys = [("u", "c", f"i{k % 7}", STAMPS[k]) for k in range(40, 50)]
+    store.put_many("events", "a", Columns(list(zip(*keys)), {"kind": ["skip"] * 10, "topic_id": ["t"] * 10}))
+    store.put_many("events", "a", [(("v", "c", "i0", STAMPS[0]), _event(0, user_id="v"))])  # another learner
+    for last_after in (None, STAMPS[20]):
+        assert store.scan_fields("events", "a", ("u", "c"), last_after=last_after) == _expected(
+            store, ("u", "c"), last_after
+        )
+    # the engine's reader gives the same through the store's scan_fields or document by document
+    assert records.event_fields(store, "a", ("u", "c")) == _expected(store, ("u", "c"), None)
+    assert records.event_fields(_ScanOnly(store), "a", ("u", "c"))  # type: ignore[arg-type] == _expected(store, ("u", "c"), None)
+    store.close()
+
+
+class _ScanOnly:
+    """A store without ``scan_fields`` (as PostgresStore): read document by document."""
+
+    def __init__(self, store: Store) -> None:
+        self.scan = store.scan
