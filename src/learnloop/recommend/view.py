@@ -208,6 +208,8 @@ class LearnerView:
     figures are read off the items met. ``predictions``: the carried
     predictions ``p_correct`` belongs to, whose per-topic sums are reused.
     ``recall_of`` may stand for ``recall``: it makes the array when first read.
+    ``prerequisite_gating`` is the catalog's fitted setting of the learner model
+    (None: not fitted), which learn mode reads.
     """
 
     def __init__(
@@ -225,6 +227,7 @@ class LearnerView:
         state: LearnerState | None = None,
         predictions: Predictions | None = None,
         recall_of: Callable[[], FloatArray] | None = None,
+        prerequisite_gating: float | None = None,
     ) -> None:
         if state is None and (attempts is None or last_score is None or viewed is None):
             raise TypeError("a learner view needs attempts, last_score and viewed, or the learner state")
@@ -238,6 +241,7 @@ class LearnerView:
         self.last_failed = last_failed
         self.state = state
         self.predictions = predictions
+        self.prerequisite_gating = prerequisite_gating
         self._given = {"attempts": attempts, "last_score": last_score, "viewed": viewed, "last_seen": last_seen}
 
     @property

@@ -205,6 +205,7 @@ class Learners:
             state=state,
             predictions=predictions,
             recall_of=lambda: learner_model.recall(state, now),  # (made when a policy reads it)
+            prerequisite_gating=learner_model.prerequisite_gating,
         )
 
     def check_events_count(self, n: int) -> None:
