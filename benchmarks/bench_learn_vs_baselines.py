@@ -1,4 +1,4 @@
-"""Learn mode beside a random-order and a fixed-order baseline, on simulated learners.
+"""Learn mode beside a random-order and a fixed-order baseline, on simulated learners, with fitted settings.
 
 Every policy teaches the same simulated learners (same seeds) the sample
 course (12 topics of 8 exercises and a theory item, each topic a prerequisite
@@ -16,21 +16,43 @@ the order in which topics are practised does not matter, only how attempts are
 spread, and spreading them evenly (what both baselines do) is close to
 optimal for this simulator's diminishing returns.
 
-Run: ``.venv/bin/python benchmarks/bench_learn_vs_baselines.py`` (``--learners``, ``--steps``).
+The engine's settings are fitted on each world's own log first, as a service
+would fit them on its learners' history: other simulated learners of the
+world (their own seeds) answer the course in a random order (the random
+baseline as the learn policy), and :func:`learnloop.evaluate.fit_engine` chooses
+the catalog's learner-model settings on folds of that log (the prerequisite
+gating included), which the three policies' engines then use. Learn mode
+reads the fitted gating: below ``LearnPolicy.spread_below`` it spreads
+practice across the open topics, else it keeps its progression. ``--unfitted``
+runs the engine's defaults instead (no fit; learn mode's progression).
+
+Run: ``.venv/bin/python benchmarks/bench_learn_vs_baselines.py`` (``--learners``, ``--steps``,
+``--log-learners``; ``--write-docs`` puts the table into ``docs/performance.md`` between its
+``bench_learn_vs_baselines`` markers).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 import numpy as np
 from tqdm import tqdm
 
 from learnloop import Engine
+from learnloop.engine import LearnerOptions
+from learnloop.evaluate import fit_engine
 from learnloop.recommend import LearnPolicy
 from learnloop.recommend.baselines import FixedOrderPolicy, RandomPolicy
 from learnloop.sim import SimClock, learner_for, run_session, sample_course
 
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 WORLDS = {
     "prerequisites gate learning (gating 2, margin 1)": {"prerequisite_gating": 2.0, "mastery_margin": 1.0},
     "prerequisites gate learning (gating 1, margin 0.5)": {"prerequisite_gating": 1.0, "mastery_margin": 0.5},
@@ -39,19 +61,42 @@ WORLDS = {
 POLICIES = {"learn": LearnPolicy(), "fixed order": FixedOrderPolicy(), "random order": RandomPolicy()}
 
 
-def gains(world: dict, policy: object, learners: int, steps: int, seed: int, bar: tqdm) -> np.ndarray:
+def _engine(policy: Any, seed: int, clock: SimClock, options: LearnerOptions | None) -> tuple[Engine, str]:
     items, catalog = sample_course()
-    clock = SimClock()
     engine = Engine(seed=seed, clock=clock, policies={"learn": policy})
     engine.upsert_items(items)
     engine.upsert_catalog(catalog)
-    index = engine.catalog_index(catalog.catalog_id)
+    if options is not None:
+        engine.set_learner_options(catalog.catalog_id, options)
+    return engine, catalog.catalog_id
+
+
+def fitted_options(world: dict, learners: int, steps: int, seed: int, bar: tqdm) -> LearnerOptions:
+    """The settings fit_engine chooses on a log of the world's learners answering in a random order."""
+    clock = SimClock()
+    engine, catalog_id = _engine(RandomPolicy(), seed, clock, None)
+    index = engine.catalog_index(catalog_id)
+    for k in range(learners):
+        learner = learner_for(index, seed=seed * 10_000 + 5_000 + k, **world)  # not the evaluated learners
+        run_session(
+            engine, catalog_id=catalog_id, user_id=f"log-{k}", learner=learner, mode="learn", steps=steps, clock=clock
+        )
+        bar.update()
+    return fit_engine(engine, catalog_id, progress=False).options
+
+
+def gains(
+    world: dict, policy: Any, options: LearnerOptions | None, learners: int, steps: int, seed: int, bar: tqdm
+) -> np.ndarray:
+    clock = SimClock()
+    engine, catalog_id = _engine(policy, seed, clock, options)
+    index = engine.catalog_index(catalog_id)
     out = []
     for k in range(learners):
         learner = learner_for(index, seed=seed * 10_000 + k, **world)
         trace = run_session(
             engine,
-            catalog_id=catalog.catalog_id,
+            catalog_id=catalog_id,
             user_id=f"learner-{k}",
             learner=learner,
             mode="learn",
@@ -63,18 +108,66 @@ def gains(world: dict, policy: object, learners: int, steps: int, seed: int, bar
     return np.asarray(out)
 
 
+def _se(values: np.ndarray) -> float:
+    return float(values.std(ddof=1) / np.sqrt(values.size))
+
+
+def table(results: dict[str, dict[str, np.ndarray]], fitted: dict[str, LearnerOptions | None]) -> list[str]:
+    rows = [
+        "| simulated world | fitted gating | learn | fixed order | random order | learn − fixed order | learn − random order |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for world_name, by_policy in results.items():
+        learn = by_policy["learn"]
+        options = fitted[world_name]
+        gating = (
+            "not fitted"
+            if options is None or options.prerequisite_gating is None
+            else f"{options.prerequisite_gating:g}"
+        )
+        cells = [f"{v.mean():.3f} ± {_se(v):.3f}" for v in by_policy.values()]
+        diffs = [
+            f"{(learn - by_policy[n]).mean():+.3f} ± {_se(learn - by_policy[n]):.3f}"
+            for n in ("fixed order", "random order")
+        ]
+        rows.append(f"| {world_name} | {gating} | " + " | ".join(cells + diffs).replace("-", "−") + " |")
+    return rows
+
+
+def replace_block(path: Path, name: str, body: str) -> None:
+    """Replace the text between ``<!-- name:begin -->`` and ``<!-- name:end -->`` in ``path`` with ``body``."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    text = path.read_text()
+    if begin not in text or end not in text:
+        raise SystemExit(f"{path}: markers {begin} ... {end} not found")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{begin}\n{body}\n{end}{tail}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--learners", type=int, default=60)
     parser.add_argument("--steps", type=int, default=120)
     parser.add_argument("--seed", type=int, default=23)
+    parser.add_argument("--log-learners", type=int, default=40, help="learners of each world's log to fit on")
+    parser.add_argument("--unfitted", action="store_true", help="the engine's default settings (no fit)")
+    parser.add_argument("--write-docs", action="store_true", help="write the table into the docs file's markers")
+    parser.add_argument("--docs", type=Path, default=DOCS, help="the docs file for --write-docs")
     args = parser.parse_args()
+    started = time.perf_counter()
+    fitted: dict[str, LearnerOptions | None] = {}
+    if not args.unfitted:
+        with tqdm(total=len(WORLDS) * args.log_learners, desc="simulated logs to fit on", unit="learner") as bar:
+            for world_name, world in WORLDS.items():
+                fitted[world_name] = fitted_options(world, args.log_learners, args.steps, args.seed, bar)
     total = len(WORLDS) * len(POLICIES) * args.learners
     results: dict[str, dict[str, np.ndarray]] = {}
     with tqdm(total=total, desc="simulated sessions", unit="learner") as bar:
         for world_name, world in WORLDS.items():
+            options = fitted.get(world_name)
             results[world_name] = {
-                name: gains(world, policy, args.learners, args.steps, args.seed, bar)
+                name: gains(world, policy, options, args.learners, args.steps, args.seed, bar)
                 for name, policy in POLICIES.items()
             }
     print(
@@ -82,17 +175,20 @@ def main() -> None:
         f"{args.learners} learners x {args.steps} interactions"
     )
     for world_name, by_policy in results.items():
-        print(f"\n{world_name}")
+        options = fitted.get(world_name)
+        print(f"\n{world_name}: " + ("engine defaults (not fitted)" if options is None else f"fitted {options}"))
         learn = by_policy["learn"]
         for name, values in by_policy.items():
-            line = f"  {name:13s} {values.mean():.4f} ± {values.std(ddof=1) / np.sqrt(values.size):.4f}"
+            line = f"  {name:13s} {values.mean():.4f} ± {_se(values):.4f}"
             if name != "learn":
                 diff = learn - values
-                line += (
-                    f"   learn - {name}: {diff.mean():+.4f} ± {diff.std(ddof=1) / np.sqrt(diff.size):.4f}"
-                    f" (ratio {learn.mean() / values.mean():.2f})"
-                )
+                line += f"   learn - {name}: {diff.mean():+.4f} ± {_se(diff):.4f} (ratio {learn.mean() / values.mean():.2f})"
             print(line)
+    rows = table(results, fitted)
+    print("\n" + "\n".join(rows))
+    print(f"\n{time.perf_counter() - started:.0f} s")
+    if args.write_docs:
+        replace_block(args.docs, "bench_learn_vs_baselines", "\n".join(rows))
 
 
 if __name__ == "__main__":

@@ -113,6 +113,7 @@ def _views(
     now: float,
     failed: int | None,
     coarse: int = 0,
+    gating: float | None = None,
 ) -> tuple[LearnerView, LearnerView]:
     """Two views of the same learner (one for each policy: a view keeps what it computed);
     ``coarse`` rounds the predictions (1) to one decimal, the recall (2) to an integer, or both (3)
@@ -133,6 +134,7 @@ def _views(
             state=state,
             predictions=predictions,
             due_at_of=lambda r: model.due_at(state, r),
+            prerequisite_gating=gating,
         )
 
     return one(), one()
@@ -163,7 +165,9 @@ def test_the_policies_pick_what_the_full_computation_picks(
         if event.kind == "attempt" and event.score is not None:
             failed = event.item if event.score < 0.5 else None
         now = 600.0 * k + float(rng.choice([0.0, 3600.0, 86400.0 * 30]))
-        ours, theirs = _views(index, model, state, predictions, now, failed, coarse=int(rng.integers(4)))
+        # learn mode's ways: progression (gating not fitted or strong; a lower bar at 1.0) and spread (weak gating)
+        gating = (None, 0.0, 0.5, 1.0, 2.0)[int(rng.integers(5))]
+        ours, theirs = _views(index, model, state, predictions, now, failed, coarse=int(rng.integers(4)), gating=gating)
         choice = int(rng.integers(4))
         if choice == 0:
             eligible = kept

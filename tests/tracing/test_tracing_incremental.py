@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
+from learnloop.tracing._gating import readiness
 from learnloop.tracing.ability import update_ability, update_additive
 from learnloop.tracing.forgetting import Memory, as_epoch_seconds, recall_probability
 from learnloop.tracing.predictions import topic_sums
@@ -115,7 +116,22 @@ def _dense_belief(model, ability, node):  # type: ignore[no-untyped-def]
     raise AssertionError
 
 
+def _dense_readiness(model, ability, topic) -> float:  # type: ignore[no-untyped-def]
+    """The share of the practice gain reaching ``topic``, from the dense table's beliefs of its requirements."""
+    required = model.topics.requires(topic).tolist()
+    if model._gating_tables is None or not required:
+        return 1.0
+    if model.hierarchy == "additive":
+        means = [sum(float(ability[n, 0]) for n in model._chains[p]) for p in required]
+    else:
+        means = [_dense_belief(model, ability, p)[0] for p in required]
+    tables = model._gating_tables
+    margins = np.asarray(means) - tables.mean_b[topic, : len(required)]
+    return float(readiness(model._gating, margins, tables.weight[topic, : len(required)]))
+
+
 def _dense_ability(model, ability, topic, b, a, score, practice, momentum) -> None:  # type: ignore[no-untyped-def]
+    ready = _dense_readiness(model, ability, topic) if practice else 1.0
     novelty = model._nov[topic]
     if novelty and ability[topic, 2] <= 0.0:
         b = b + novelty
@@ -145,7 +161,7 @@ def _dense_ability(model, ability, topic, b, a, score, practice, momentum) -> No
             ability[node, 2] += weight
     if practice:
         g, f = model._gain[topic], model._fail[topic]
-        ability[topic, 0] += g if f == g else score * g + (1.0 - score) * f
+        ability[topic, 0] += (g if f == g else score * g + (1.0 - score) * f) * ready
 
 
 def _plain_beliefs(model: LearnerModel, state: LearnerState) -> tuple[np.ndarray, np.ndarray]:
@@ -183,6 +199,8 @@ _OPTIONS = [
     {"novelty": 0.7, "practice_gain": 0.1, "failure_gain": -0.05, "skip_score": 0.0},
     {"hierarchy": "additive"},
     {"hierarchy": "additive", "momentum_var": 0.8, "momentum_decay": 0.6, "novelty": 0.3, "skip_score": 0.2},
+    {"prerequisite_gating": 1.5, "practice_gain": 0.2, "failure_gain": 0.05, "novelty": 0.4},
+    {"hierarchy": "additive", "prerequisite_gating": 2.0, "practice_gain": 0.1, "momentum_var": 0.5},
 ]
 
 

@@ -49,6 +49,7 @@ def models(draw: Any) -> LearnerModel:
         hierarchy="additive" if additive else "nested",
         momentum_decay=float(rng.uniform(0.0, 0.9)) if additive else 0.0,
         momentum_var=float(rng.uniform(0.0, 1.5)) if additive and draw(st.booleans()) else 0.0,
+        prerequisite_gating=draw(st.sampled_from([None, 0.0, 1.5])),
     )
 
 

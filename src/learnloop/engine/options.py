@@ -27,7 +27,7 @@ class LearnerOptions:
     >>> LearnerOptions.of({"drfit": 0.05})
     Traceback (most recent call last):
     ...
-    learnloop.errors.ValidationError: unknown learner option 'drfit' (known: desired_retention, drift, failure_gain, hierarchy, memory_model, momentum_decay, momentum_var, novelty, parent_weight, practice_gain, prerequisite_weight, prior_var, skip_score, topic_var)
+    learnloop.errors.ValidationError: unknown learner option 'drfit' (known: desired_retention, drift, failure_gain, hierarchy, memory_model, momentum_decay, momentum_var, novelty, parent_weight, practice_gain, prerequisite_gating, prerequisite_weight, prior_var, skip_score, topic_var)
     """
 
     prior_var: float = 1.0
@@ -43,6 +43,10 @@ class LearnerOptions:
     novelty: float = 0.0
     skip_score: float | None = None
     memory_model: Any = None
+    #: how much unmastered prerequisites hold back learning (:mod:`learnloop.tracing._gating`; 0: not at
+    #: all); None: not fitted, the model does not gate and learn mode keeps its progression
+    prerequisite_gating: float | None = None
+    #: the predicted recall below which review serves an item (not a setting of the learner model)
     desired_retention: float = 0.9
 
     #: the settings that are not the learner model's (left out of :meth:`as_kwargs`)

@@ -8,7 +8,9 @@ the position, a reason keyword of the contract, and a description in words.
 - :class:`LearnPolicy` moves through the topics in catalog order, never into a
   topic whose prerequisites are not mastered while a ready topic remains,
   serving items of a desirable difficulty, re-inserting theory or an easier
-  item after a failure, re-inserting forgotten topics, and exploring a little.
+  item after a failure, re-inserting forgotten topics, and exploring a little;
+  in a catalog whose fitted learner model says prerequisites do not gate
+  learning, it spreads practice across the open topics instead.
 - :class:`ReviewPolicy` serves the items the learner has answered whose predicted
   recall is below the desired retention, the lowest recall first; nothing else.
 - :class:`AssessPolicy` is computerized adaptive testing: maximum Fisher
@@ -97,6 +99,19 @@ class LearnPolicy(Policy):
     with ``theory_first`` a topic opens with the theory items the catalog places
     before its first exercise; theory is also served when an exercise linked to
     it is failed.
+
+    Where the catalog's fitted ``prerequisite_gating`` (the learner model's
+    setting, ``view.prerequisite_gating``) is below ``spread_below``,
+    prerequisites do not hold learning back, so the order of topics does not
+    matter but the spread of practice does (each attempt on a topic teaches less
+    than the one before): the next topic is then the open (not mastered) topic
+    with the fewest attempts, catalog order breaking ties, ready or not. A
+    catalog without a fitted gating (None) keeps the progression. With a
+    fitted gating γ of at least ``spread_below`` the progression moves on from a
+    topic once the topics needing it would learn at ``ready_share`` of their
+    full rate by the fitted model, i.e. at predicted success
+    ``ready_share ** (1 / γ)`` when that is below ``mastery_threshold``
+    (:meth:`threshold_for`).
     """
 
     name = "learn"
@@ -107,6 +122,18 @@ class LearnPolicy(Policy):
     retention_threshold: float = 0.7
     exploration: float = 0.05
     theory_first: bool = True
+    spread_below: float = 0.75
+    ready_share: float = 0.7
+
+    def threshold_for(self, gating: float | None) -> float:
+        """The predicted success at which a topic counts as mastered under a catalog's fitted gating.
+
+        >>> LearnPolicy().threshold_for(None), LearnPolicy().threshold_for(1.0), LearnPolicy().threshold_for(4.0)
+        (0.8, 0.7, 0.8)
+        """
+        if gating is None or gating < self.spread_below:
+            return self.mastery_threshold
+        return min(self.mastery_threshold, float(self.ready_share ** (1.0 / gating)))
 
     def select(
         self,
@@ -122,7 +149,9 @@ class LearnPolicy(Policy):
         candidates = Candidates(index, eligible, previous)
         if not candidates.total:
             return None
-        mastered = view.mastered(threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak)
+        gating = view.prerequisite_gating
+        threshold = self.threshold_for(gating)
+        mastered = view.mastered(threshold=threshold, min_attempts=self.min_attempts, streak=self.streak)
         ready_topic = ready_topics(index, mastered)
         n_ready = int(candidates.count @ ready_topic)
 
@@ -149,8 +178,20 @@ class LearnPolicy(Policy):
         if pick is not None:
             return pick
 
-        # the open topic (not mastered, ready if any is) holding the first open candidate
         open_topic = (candidates.count > 0) & ~mastered
+        if gating is not None and gating < self.spread_below and open_topic.any():
+            # prerequisites do not gate learning: the open topic practised least
+            practised = view.topic_attempts
+            topic = int(np.lexsort((candidates.first, np.where(open_topic, practised, np.inf)))[0])
+            why = (
+                f"prerequisites do not gate learning in this catalog (fitted gating {gating:.2g}): "
+                f"practice spread across topics, this one has the fewest attempts ({practised[topic]:.0f})"
+            )
+            return self._in_topic(
+                view, candidates.in_topic(topic), topic, ready_is_known=True, needs=np.empty(0, dtype=np.intp), why=why
+            )
+
+        # the open topic (not mastered, ready if any is) holding the first open candidate
         if n_ready:
             open_topic &= ready_topic
         topic = int(np.where(open_topic, candidates.first, index.n_items).argmin())
@@ -175,7 +216,14 @@ class LearnPolicy(Policy):
         )
 
     def _in_topic(
-        self, view: LearnerView, in_topic: IntArray, topic: int, *, ready_is_known: bool, needs: np.ndarray
+        self,
+        view: LearnerView,
+        in_topic: IntArray,
+        topic: int,
+        *,
+        ready_is_known: bool,
+        needs: np.ndarray,
+        why: str | None = None,
     ) -> Pick:
         """The pick among ``in_topic``, the candidate positions of ``topic`` (in catalog order)."""
         index = view.index
@@ -188,14 +236,15 @@ class LearnPolicy(Policy):
             leading = in_topic[(in_topic < first_exercise) & index.is_theory[in_topic]]
             unread = leading[(view.viewed_at(leading) < 1.0) & (view.attempts_at(leading) == 0)]
             if unread.size:
-                return Pick(int(unread[0]), "content_progression", f"starting topic '{name}' with its theory")
+                opening = f"starting topic '{name}' with its theory"
+                return Pick(int(unread[0]), "content_progression", opening if why is None else f"{opening} ({why})")
         pool = exercises if has_exercises else in_topic
         position = _closest(view, pool, self.target_success)
-        if not ready_is_known:
+        if why is None and not ready_is_known:
             why = "no topic with mastered prerequisites is left in the filter"
-        elif len(needs):
+        elif why is None and len(needs):
             why = "prerequisites " + ", ".join(f"'{index.topic_ids[t]}'" for t in needs) + " mastered"
-        else:
+        elif why is None:
             why = "next topic in catalog order"
         return Pick(
             position,

@@ -211,6 +211,8 @@ class LearnerView:
     ``desired_retention`` is the catalog's (review serves what fell below it), ``due_at_of``
     makes each topic's due time under a retention (epoch seconds, NaN: never practised),
     ``now`` is the time the recall was read at (epoch seconds).
+    ``prerequisite_gating`` is the catalog's fitted setting of the learner model
+    (None: not fitted), which learn mode reads.
     """
 
     def __init__(
@@ -231,6 +233,7 @@ class LearnerView:
         desired_retention: float = 0.9,
         due_at_of: Callable[[float], FloatArray] | None = None,
         now: float | None = None,
+        prerequisite_gating: float | None = None,
     ) -> None:
         if state is None and (attempts is None or last_score is None or viewed is None):
             raise TypeError("a learner view needs attempts, last_score and viewed, or the learner state")
@@ -244,6 +247,7 @@ class LearnerView:
         self.last_failed = last_failed
         self.state = state
         self.predictions = predictions
+        self.prerequisite_gating = prerequisite_gating
         self._given = {"attempts": attempts, "last_score": last_score, "viewed": viewed, "last_seen": last_seen}
         self.desired_retention = desired_retention
         self._due_at_of = due_at_of

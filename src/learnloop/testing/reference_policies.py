@@ -84,7 +84,10 @@ class ReferenceLearnPolicy(LearnPolicy):
         index = view.index
         candidates = _without(eligible, previous)
         mastered = reference_mastered(
-            view, threshold=self.mastery_threshold, min_attempts=self.min_attempts, streak=self.streak
+            view,
+            threshold=self.threshold_for(view.prerequisite_gating),
+            min_attempts=self.min_attempts,
+            streak=self.streak,
         )
         requires = catalog_topics(index).requires
         ready_topic = ready_topics(index, mastered)
@@ -113,6 +116,20 @@ class ReferenceLearnPolicy(LearnPolicy):
         if pick is not None:
             return pick
 
+        gating = view.prerequisite_gating
+        spread_pool = candidates & per_position(index, ~mastered)
+        if gating is not None and gating < self.spread_below and spread_pool.any():
+            # prerequisites do not gate learning: the open topic practised least, then the first one
+            attempts = reference_topic_figures(view)[0]
+            positions = np.flatnonzero(spread_pool)
+            topic = int(index.item_topic[positions[np.lexsort((positions, attempts[index.item_topic[positions]]))[0]]])
+            why = (
+                f"prerequisites do not gate learning in this catalog (fitted gating {gating:.2g}): "
+                f"practice spread across topics, this one has the fewest attempts ({attempts[topic]:.0f})"
+            )
+            in_topic = in_topic_of(index, topic, candidates)
+            return self._full_in_topic(view, in_topic, topic, ready_is_known=True, needs=np.empty(0), why=why)
+
         pool = ready if n_ready else candidates
         open_pool = pool & per_position(index, ~mastered)
         position = _first(open_pool)
@@ -131,7 +148,14 @@ class ReferenceLearnPolicy(LearnPolicy):
         )
 
     def _full_in_topic(
-        self, view: LearnerView, in_topic: BoolArray, topic: int, *, ready_is_known: bool, needs: np.ndarray
+        self,
+        view: LearnerView,
+        in_topic: BoolArray,
+        topic: int,
+        *,
+        ready_is_known: bool,
+        needs: np.ndarray,
+        why: str | None = None,
     ) -> Pick:
         index = view.index
         name = index.topic_ids[topic]
@@ -144,14 +168,15 @@ class ReferenceLearnPolicy(LearnPolicy):
             leading = np.flatnonzero(in_topic[:first_exercise] & index.is_theory[:first_exercise])
             unread = leading[(view.viewed_at(leading) < 1.0) & (view.attempts_at(leading) == 0)]
             if unread.size:
-                return Pick(int(unread[0]), "content_progression", f"starting topic '{name}' with its theory")
+                opening = f"starting topic '{name}' with its theory"
+                return Pick(int(unread[0]), "content_progression", opening if why is None else f"{opening} ({why})")
         pool = exercises if has_exercises else in_topic
         position = _closest(view, pool, self.target_success)
-        if not ready_is_known:
+        if why is None and not ready_is_known:
             why = "no topic with mastered prerequisites is left in the filter"
-        elif len(needs):
+        elif why is None and len(needs):
             why = "prerequisites " + ", ".join(f"'{index.topic_ids[t]}'" for t in needs) + " mastered"
-        else:
+        elif why is None:
             why = "next topic in catalog order"
         return Pick(
             position,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._gating import readiness
 from ._types import FloatArray, IntArray
 from .ability import update_ability, update_additive
 from .forgetting import as_epoch_seconds
@@ -187,6 +188,9 @@ def _plan(model: LearnerModel, topic: int) -> tuple[list[int], list[tuple[int, f
             for node, _ in targets:
                 if node < len(chains):  # (the overall node has its own belief)
                     reads.update(dict.fromkeys(chains[node]))
+        if model._gating_tables is not None:  # the gating reads the beliefs of the topic's requirements
+            for node in model._gating_tables.requires[topic]:
+                reads.update(dict.fromkeys(chains[node]))
         found = model._plans[topic] = (list(reads), targets)
     return found
 
@@ -217,6 +221,7 @@ def update_topics(
             assert momentum is not None
             means.append(model.momentum_decay * momentum[0])
             variances.append(model.momentum_decay**2 * momentum[1] + model.momentum_var - model.drift)
+        ready = _readiness(model, ability, topic) if practice and model._gating_tables is not None else 1.0
         update_additive(means, variances, b=b, score=score, a=a, drift=model.drift)
         if fast:
             assert momentum is not None
@@ -225,7 +230,7 @@ def update_topics(
             row[0], row[1], row[2] = m, v, row[2] + 1.0
         if practice:
             g, f = model._gain[topic], model._fail[topic]
-            ability[topic][0] += g if f == g else score * g + (1.0 - score) * f
+            ability[topic][0] += (g if f == g else score * g + (1.0 - score) * f) * ready
         return
     # every prior is read before any is written, so no node sees this answer twice: a node
     # without evidence borrows the belief of its nearest informed ancestor, widened per level
@@ -246,6 +251,7 @@ def update_topics(
                 break
         else:
             raise AssertionError("unreachable: the chain ends at the overall node")
+    ready = _readiness(model, ability, topic) if practice and model._gating_tables is not None else 1.0
     drift = model.drift
     for (node, weight), (m, v) in zip(targets, priors, strict=True):
         if weight <= 0.0:
@@ -257,7 +263,30 @@ def update_topics(
         row[2] += weight
     if practice:
         g, f = model._gain[topic], model._fail[topic]
-        ability[topic][0] += g if f == g else score * g + (1.0 - score) * f
+        ability[topic][0] += (g if f == g else score * g + (1.0 - score) * f) * ready
+
+
+def _readiness(model: LearnerModel, ability: Rows, topic: int) -> float:
+    """The share of an answer's practice gain that reaches ``topic`` (:mod:`learnloop.tracing._gating`),
+    from the beliefs of its requirements before the answer."""
+    tables = model._gating_tables
+    required = tables.requires[topic]
+    if not required:
+        return 1.0
+    chains = model._chains
+    overall = ability.extra
+    means = []
+    for node in required:
+        if model.hierarchy == "additive":  # the ability on a topic is the sum along its chain
+            means.append(sum(ability[n][0] for n in chains[node]))
+            continue
+        for n in chains[node]:  # the node's own belief, else its nearest informed ancestor's
+            if ability[n][2] > 0.0 or n == overall:
+                means.append(ability[n][0])
+                break
+    k = len(required)
+    margins = np.asarray(means) - tables.mean_b[topic, :k]
+    return float(readiness(model._gating, margins, tables.weight[topic, :k]))
 
 
 def _update_memory(model: LearnerModel, memory: Rows, topic: int, score: float, ts: float) -> None:

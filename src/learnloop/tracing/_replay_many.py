@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.special import expit
 
+from ._gating import readiness
 from ._types import FloatArray, IntArray
 from .ability import VAR_MIN
 from .irt import PI_OVER_8
@@ -66,6 +67,15 @@ class ReplayTables:
         for t, row in enumerate(targets):
             self.target[t, : len(row)] = [node if w > 0.0 else self.sink for node, w in row]
             self.weight[t, : len(row)] = [w for _, w in row]
+        # prerequisite gating (tracing._gating): the chains of each topic's requirements, padding weighing 0
+        gating = model._gating_tables
+        self.gating = gating
+        if gating is not None:
+            if model.hierarchy == "additive":
+                rows = np.where(gating.weight > 0.0, gating.node, 0)  # (padding reads topic 0)
+                self.gate_rows, self.gate_on = self.sum_chain[rows], self.in_chain[rows]
+            else:
+                self.gate_rows = self.chains[gating.node]
         start = model.new_state()
         self.start = np.vstack([np.array(start.ability), np.zeros((1, 3))])
         self.start_momentum = np.array(start.momentum)
@@ -167,6 +177,7 @@ def _nested_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_active
     nodes = base[:, None] + targets
     weight = tables.weight[t]
     pm, pv = _belief(tables, block, base[:, None, None] + tables.chains[targets])
+    learned = _gated_gain(tables, block, lo, hi, base, t)
     prec = 1.0 / np.maximum(pv + model.drift, VAR_MIN)
     a2, b2, s2 = a[:, None], b_up[:, None], s[:, None]
     p0 = expit(a2 * (pm - b2))
@@ -177,8 +188,8 @@ def _nested_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_active
     block.mean[nodes] = m2
     block.var[nodes] = 1.0 / (prec + waa * p1 * (1.0 - p1))
     block.has[nodes] = True
-    if block.gain is not None:
-        block.mean[own] += block.gain[lo:hi]
+    if learned is not None:
+        block.mean[own] += learned
     return p  # type: ignore[no-any-return]
 
 
@@ -202,6 +213,7 @@ def _additive_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_acti
         m = m + mom_mean
         v = v + (rho * rho * mom_v + q)
     p = expit(a * (m - b) / np.sqrt(1.0 + block.a2c[lo:hi] * v))
+    learned = _gated_gain(tables, block, lo, hi, base, t)
     cv = np.maximum(raw_v + drift, VAR_MIN) * valid
     total_v = cv.sum(axis=1)
     if fast:
@@ -218,6 +230,24 @@ def _additive_step(tables: ReplayTables, block: _Block, lo: int, hi: int, n_acti
     if fast:
         block.mom_m[:n_active] = mom_mean + mom_var * gain
         block.mom_v[:n_active] = np.maximum(mom_var - mom_var * mom_var * h / den, VAR_MIN)
-    if block.gain is not None:
-        block.mean[own] += block.gain[lo:hi]
+    if learned is not None:
+        block.mean[own] += learned
     return p  # type: ignore[no-any-return]
+
+
+def _gated_gain(
+    tables: ReplayTables, block: _Block, lo: int, hi: int, base: IntArray, t: IntArray
+) -> FloatArray | None:
+    """The practice gain of step ``lo:hi`` (None: no practice), scaled by the readiness of each answer's
+    topic (:mod:`learnloop.tracing._gating`) from the beliefs before the answer when the model gates."""
+    if block.gain is None:
+        return None
+    gating = tables.gating
+    if gating is None:
+        return block.gain[lo:hi]
+    rows = base[:, None, None] + tables.gate_rows[t]
+    if tables.model.hierarchy == "additive":
+        means = (block.mean[rows] * tables.gate_on[t]).sum(axis=-1)
+    else:
+        means, _ = _belief(tables, block, rows)
+    return block.gain[lo:hi] * readiness(tables.model._gating, means - gating.mean_b[t], gating.weight[t])

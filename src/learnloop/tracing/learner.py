@@ -41,6 +41,11 @@ first answer on a skill is right less often than the learner's later ones,
 e.g. tutors that give hints after a wrong answer, it is positive). The two gains
 and the novelty are one value, or one per topic (:mod:`learnloop.tracing.rates` fits them).
 
+With ``prerequisite_gating`` γ > 0 an answer's practice gain reaches its topic
+scaled by the topic's readiness, the geometric mean of its prerequisites'
+predicted success at their mean difficulty raised to γ
+(:mod:`learnloop.tracing._gating`); None (not fitted) or 0 is no gating.
+
 Each update is O(depth + successors), independent of the history length.
 Exact duplicates (same item and timestamp and content as that item's last
 event) change nothing; anything else that re-uses an event key (an overwrite,
@@ -60,6 +65,7 @@ import numpy as np
 
 from ._apply import Rows, apply_event, merged
 from ._columns import EventColumns, apply_columns
+from ._gating import GatingTables
 from ._rates import per_topic
 from ._types import ArrayLike, BoolArray, FloatArray, IntArray
 from .forgetting import MemoryModel, as_epoch_seconds, recall_probability
@@ -120,6 +126,7 @@ class LearnerModel:
         novelty: ArrayLike = 0.0,
         skip_score: float | None = None,
         memory_model: MemoryModel | None = None,
+        prerequisite_gating: float | None = None,
     ) -> None:
         problems = []
         if int(items.topic.max(initial=-1)) >= topics.n_topics:
@@ -136,6 +143,8 @@ class LearnerModel:
             problems.append("momentum_decay must lie in [0, 1) and momentum_var be non-negative")
         if momentum_var > 0.0 and hierarchy != "additive":
             problems.append("a momentum (momentum_var > 0) needs the additive hierarchy")
+        if prerequisite_gating is not None and not prerequisite_gating >= 0.0:
+            problems.append(f"prerequisite_gating must be non-negative, got {prerequisite_gating}")
         if problems:
             raise ValueError("; ".join(problems))
         self.hierarchy = hierarchy
@@ -170,6 +179,10 @@ class LearnerModel:
         self.n_scorable = int(np.count_nonzero(items.scorable))
         self._plans: dict[int, tuple[list[int], list[tuple[int, float]]]] = {}  # per topic, see tracing._apply
         self._weights: dict[int, tuple[np.ndarray, tuple[int, bool, BoolArray, int]]] = {}
+        # None: not fitted (no gating; learn mode keeps its progression), see tracing._gating
+        self.prerequisite_gating = prerequisite_gating
+        self._gating = float(prerequisite_gating or 0.0)
+        self._gating_tables = GatingTables(topics, items, topics.n_topics + 1) if self._gating > 0.0 else None
 
     def _set_rates(self, practice_gain: ArrayLike, failure_gain: ArrayLike, novelty: ArrayLike) -> None:
         """The per-topic settings (:mod:`learnloop.tracing.rates`): as given, and one float per topic."""

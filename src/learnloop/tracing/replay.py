@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm.auto import tqdm
 
+from ._gating import readiness
 from ._replay_many import ReplayTables, replay_block
 from ._types import ArrayLike, FloatArray
 from .ability import update_ability, update_additive
@@ -75,6 +76,7 @@ def trace(
     topic_var, drift, gain, loss = model.topic_var, model.drift, model._gain, model._fail
     parent_w, pre_w = model.parent_weight, model.prerequisite_weight
     novelty = model._nov if model._has_novelty else None
+    gating = model._gating_tables
     out = np.empty(len(pos))
 
     def belief(node: int) -> tuple[float, float]:
@@ -103,6 +105,11 @@ def trace(
         chain = chains[t]
         targets = [(t, 1.0)] + [(node, parent_w) for node in chain[1:]] + [(n, pre_w) for n in succ[t]]
         priors = [belief(node) for node, _ in targets]
+        ready = 1.0
+        if practice and gating is not None and gating.requires[t]:  # the beliefs before the answer
+            required = gating.requires[t]
+            margins = np.array([belief(p)[0] for p in required]) - gating.mean_b[t, : len(required)]
+            ready = float(readiness(model._gating, margins, gating.weight[t, : len(required)]))
         for (node, weight), (pm, pv) in zip(targets, priors, strict=True):
             if weight <= 0.0:
                 continue
@@ -111,7 +118,7 @@ def trace(
             row[0], row[1], row[2] = m2, v2, row[2] + weight
         if practice:
             g, f = gain[t], loss[t]
-            ability[t][0] += g if f == g else s * g + (1.0 - s) * f
+            ability[t][0] += (g if f == g else s * g + (1.0 - s) * f) * ready
     return out
 
 
@@ -131,6 +138,7 @@ def _trace_additive(
     rho, q = model.momentum_decay, model.momentum_var
     fast = q > 0.0
     novelty = model._nov if model._has_novelty else None
+    gating = model._gating_tables
     out = np.empty(len(pos))
     for k, (i, s, t) in enumerate(zip(pos, sc, tp, strict=True)):
         b, a = b_of[i], a_of[i]
@@ -147,6 +155,12 @@ def _trace_additive(
         rows = [ability[n] for n in chains[t]]
         if novelty and rows[0][2] <= 0.0:
             b += novelty[t]
+        ready = 1.0
+        if practice and gating is not None and gating.requires[t]:  # the beliefs before the answer
+            required = gating.requires[t]
+            sums = np.array([sum(ability[n][0] for n in chains[p]) for p in required])
+            margins = sums - gating.mean_b[t, : len(required)]
+            ready = float(readiness(model._gating, margins, gating.weight[t, : len(required)]))
         means = [r[0] for r in rows]
         variances = [r[1] for r in rows]
         if fast:
@@ -159,7 +173,7 @@ def _trace_additive(
             r[0], r[1], r[2] = m2, v2, r[2] + 1.0
         if practice:
             g, f = gain[t], loss[t]
-            ability[t][0] += g if f == g else s * g + (1.0 - s) * f
+            ability[t][0] += (g if f == g else s * g + (1.0 - s) * f) * ready
     return out
 
 

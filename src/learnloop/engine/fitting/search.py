@@ -32,6 +32,7 @@ DEFAULT_GRID: dict[str | tuple[str, ...], tuple[Any, ...]] = {
     "failure_gain": (-0.05, 0.0, 0.02, 0.05),
     "novelty": (0.0, 0.3, 0.6, 1.0),
     ("momentum_var", "momentum_decay"): ((0.0, 0.0),) + tuple(itertools.product((0.3, 1.0, 2.0), (0.5, 0.7, 0.9))),
+    "prerequisite_gating": (0.0, 0.5, 1.0, 2.0, 4.0),
 }
 
 
@@ -100,6 +101,8 @@ def search_options(
     names = {n for key in grid for n in ((key,) if isinstance(key, str) else key)}
     current = {k: v for k, v in dataclasses.asdict(LearnerOptions.of(start)).items() if k in names or k == "hierarchy"}
     base = LearnerOptions.of(start)
+    if "prerequisite_gating" in names and current.get("prerequisite_gating") is None:
+        current["prerequisite_gating"] = 0.0  # searched: fitted from here on (None is "not fitted")
     parts = train.folds(folds, seed=seed)
     calibrated = [model(calibrate=calibration, index=index).fit(fold_train).calibration_ for fold_train, _ in parts]
     cache: dict[tuple[Any, ...], float] = {}

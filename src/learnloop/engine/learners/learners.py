@@ -222,6 +222,7 @@ class Learners:
             desired_retention=retention,
             due_at_of=lambda r: learner_model.due_at(state, r),
             now=now,
+            prerequisite_gating=learner_model.prerequisite_gating,
         )
 
     def check_events_count(self, n: int) -> None:

@@ -331,6 +331,8 @@ class ContentRepository:
         if parsed.memory_model is not None:
             raise ValidationError("a memory_model is set on the engine, not stored with a catalog")
         stored = {f.name: getattr(parsed, f.name) for f in dataclasses.fields(parsed) if f.name != "memory_model"}
+        if stored["prerequisite_gating"] is None:  # not fitted: stored as before the setting existed
+            del stored["prerequisite_gating"]
         try:
             CatalogModel.build(self.catalog_index(catalog_id, app=app), **parsed.as_kwargs())
         except ValueError as exc:  # the learner model's own checks (ranges, combinations)
