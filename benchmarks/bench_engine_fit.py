@@ -170,7 +170,10 @@ def table(rows: list[dict[str, Any]], folds: int, seed: int) -> str:
         "",
         f"Test AUC, next-response protocol; settings chosen on {folds} folds of the train learners, seed "
         f"{seed}. `Engine.fit` searches on 80 % of the train learners and compares with the settings in use "
-        "on the other 20 % before storing; `fit_options` searches on all of them.",
+        "on the other 20 % before storing; `fit_options` searches on all of them. Engine defaults: the "
+        "engine's learner model with the default settings and no calibration (the items' cold-start "
+        "difficulties); EngineModel() calibrates the items on the train file.",
+        "",
     ]
     for r in rows:
         c = r["chosen"]
