@@ -207,13 +207,10 @@ class LearnerView:
     (a policy that does not read them does not pay for them), and topic
     figures are read off the items met. ``predictions``: the carried
     predictions ``p_correct`` belongs to, whose per-topic sums are reused.
-    ``recall_of`` may stand for ``recall``: it makes the array when first read.
-    ``desired_retention`` is the catalog's (review serves what fell below it), ``due_at_of``
-    makes each topic's due time under a retention (epoch seconds, NaN: never practised),
-    ``now`` is the time the recall was read at (epoch seconds).
-    ``prerequisite_gating`` is the catalog's fitted setting of the learner model
-    (None: not fitted), which learn mode reads.
-    """
+    ``recall_of`` may stand for ``recall``: it makes the array when first read. The catalog's
+    ``desired_retention`` (review serves what fell below it) and fitted ``prerequisite_gating``
+    (None: not fitted; learn mode reads it); ``due_at_of`` gives each topic's due time under a
+    retention (epoch seconds, NaN: never practised); ``now``: when the recall was read."""
 
     def __init__(
         self,
