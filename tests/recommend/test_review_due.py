@@ -289,3 +289,19 @@ def test_a_review_policys_own_retention_dates_its_reasons() -> None:
     assert rec is not None and "< 0.95)" in rec.reason.description
     fell = start + timedelta(days=3.7145 * (0.95**-2 - 1) / (19 / 81))  # about 1.84 days after the answer
     assert f"due since {fell:%Y-%m-%dT%H:%M}" in rec.reason.description
+
+
+def test_constraints_that_leave_nothing_to_recommend_are_not_called_nothing_due() -> None:
+    engine, _, cid = _engine()
+    spec = {
+        "user_id": "new",
+        "catalog_id": cid,
+        "mode": {"type": "review"},
+        "filter": {},
+        "constraints": [{"type": "max_recommendations", "value": 0.5, "filter": {}}],
+    }
+    step = engine.adaptive_step(engine.create_session(spec))
+    assert step.recommendation is None
+    assert step.nothing_due is None  # the session's constraints, not the learner's memory, leave nothing
+    free = engine.adaptive_step(_review(engine, cid, "new"))
+    assert free.recommendation is None and free.nothing_due is not None

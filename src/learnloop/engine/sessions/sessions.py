@@ -43,7 +43,7 @@ from learnloop.recommend import (
     policy_for,
 )
 from learnloop.recommend.due import due_items, due_order, nothing_due
-from learnloop.recommend.step import session_step
+from learnloop.recommend.step import eligible_positions, session_step
 from learnloop.store import Store
 from learnloop.store.base import json_doc
 
@@ -371,9 +371,14 @@ class Sessions:
         user_status = self.learners.status(model, entry, mask, predictions)
         session_status = session.status(self.clock(), user_status.proficiency)
         idle = None
-        if pick is None and spec.mode.type == "review" and mask.any():  # nothing due: say why, and when
+        # nothing due: say why, and when (not when the constraints leave nothing to recommend)
+        if (
+            pick is None
+            and spec.mode.type == "review"
+            and (eligible := eligible_positions(session, mask, constraint_masks)).any()
+        ):
             retention = getattr(policy, "desired_retention", None) or model.desired_retention
-            idle = nothing_due(due_items(view, due_order(view, mask, retention)), retention)
+            idle = nothing_due(due_items(view, due_order(view, eligible, retention)), retention)
         return AdaptiveStep(
             recommendation=recommendation, user_status=user_status, session_status=session_status, nothing_due=idle
         ), session
