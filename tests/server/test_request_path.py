@@ -81,3 +81,20 @@ def test_the_servers_own_voice_facade_scores_in_a_child_process(clients: list[An
         assert wrong.status_code == 401  # the child's façade has the keys
     finally:
         endpoint.processes.close()
+
+
+def test_the_scoring_processes_run_below_the_servers_cpu_priority() -> None:
+    import os
+
+    from learnloop.server.throttle import SCORING_NICENESS, ScoringProcesses, voice_facade
+
+    processes = ScoringProcesses(1, voice_facade, ({"k-1": "app-1"}, None, {}))
+    try:
+        answer, _ = processes.call("GET", "/api/v1/nowhere", None, None, {"X-API-KEY": "k-1"})
+        assert answer.status == 404  # answered by the child's own façade
+        children = list(processes._executor._processes)
+        assert children
+        here = os.getpriority(os.PRIO_PROCESS, 0)
+        assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in children} == {min(here + SCORING_NICENESS, 19)}
+    finally:
+        processes.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import queue
 import threading
 import time
@@ -264,6 +265,10 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_result(result)
 
 
+#: how much lower the scoring processes' CPU priority is than the server's (see ``os.nice``)
+SCORING_NICENESS = 10
+
+
 class ScoringProcesses:
     """Pronunciation scoring in child processes, away from the process that serves the learning calls.
 
@@ -274,7 +279,9 @@ class ScoringProcesses:
     ``handle(method, path, form=, files=, headers=)`` there and returns the
     answer with the CPU seconds it took. The children are started on the first
     call (``spawn``: the serving process has threads) and stopped with
-    :meth:`close` or at exit.
+    :meth:`close` or at exit. They run at a lower CPU priority (niceness
+    :data:`SCORING_NICENESS` above the server's): on a machine whose cores they
+    fill, the learning calls of every key are still served first.
     """
 
     def __init__(self, processes: int, make: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -292,7 +299,9 @@ class ScoringProcesses:
                     from concurrent.futures import ProcessPoolExecutor
 
                     context = multiprocessing.get_context("spawn")
-                    self._executor = ProcessPoolExecutor(self.processes, mp_context=context)
+                    self._executor = ProcessPoolExecutor(
+                        self.processes, mp_context=context, initializer=os.nice, initargs=(SCORING_NICENESS,)
+                    )
         future = self._executor.submit(_child_call, self.make, self.args, method, path, form, files, headers)
         result: tuple[Any, float] = future.result()
         return result
