@@ -194,15 +194,19 @@ def steps(
         t = time.perf_counter()
         rec = stepping[k % len(stepping)].adaptive_step(context, events).recommendation
         times.append(time.perf_counter() - t)
-        events = [
-            {
-                "type": "attempt",
-                "timestamp": format_timestamp(clock.advance(30)),
-                "recommendation_context": rec.recommendation_context,
-                "score": float(rng.random() < 0.7),
-                "time_spent_ms": 15_000,
-            }
-        ]
+        events = (
+            []  # (review with nothing due: the next step is asked without an answer)
+            if rec is None
+            else [
+                {
+                    "type": "attempt",
+                    "timestamp": format_timestamp(clock.advance(30)),
+                    "recommendation_context": rec.recommendation_context,
+                    "score": float(rng.random() < 0.7),
+                    "time_spent_ms": 15_000,
+                }
+            ]
+        )
     return np.asarray(times[warmup:]) * 1000.0
 
 
@@ -328,6 +332,8 @@ def main() -> None:
                 f"[{store}] ingestion: {rate:,.0f} events/s in calls of {per_user}; {big:,.0f} events/s in calls of 1000"
             )
             for mode in ("learn", "review", "assess"):
+                if mode == "review":
+                    clock.advance(30 * 86400)  # a month after the learn session: what it practised is due
                 lat = steps(engine, clock, rng, mode, n_steps)
                 result["modes"][mode] = (float(np.percentile(lat, 50)), float(np.percentile(lat, 99)))
                 print(
