@@ -15,6 +15,7 @@ import pytest
 from learnloop import Engine
 from learnloop.engine.learners import history as history_module
 from learnloop.engine.learners import tracker as tracker_module
+from learnloop.engine.learners.learners import EAGER_EVENTS
 from learnloop.events import Interaction, format_timestamp, parse_timestamp
 from learnloop.tracing import LearnerModel
 from learnloop.tracing._columns import kernel
@@ -130,14 +131,14 @@ def test_a_bulk_import_is_applied_in_the_import_when_no_read_of_the_store_is_nee
     store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine = _engine(tmp_path / "e.db" if store == "sqlite" else None)
-    events = _events(3000, seed=2)
+    events = _events(3 * EAGER_EVENTS, seed=2)
     key = ("default", "u", "c1")
-    engine.upsert_events("u", events[:1000])  # a learner without events
+    engine.upsert_events("u", events[:EAGER_EVENTS])  # a learner without events
     first = engine._learners.tracker._get(key)
-    assert first is not None and first.current and first.state.n_events == 1000
-    engine.upsert_events("u", events[1000:])  # after the current state's latest event
+    assert first is not None and first.current and first.state.n_events == EAGER_EVENTS
+    engine.upsert_events("u", events[EAGER_EVENTS:])  # after the current state's latest event
     entry = engine._learners.tracker._get(key)
-    assert entry is not None and entry.current and entry.state.n_events == 3000
+    assert entry is not None and entry.current and entry.state.n_events == 3 * EAGER_EVENTS
     # the first read needs no read of the events, and finds what a replay from the store finds
     scans: list[object] = []
     monkeypatch.setattr(history_module.records, "event_fields", lambda *a, **k: scans.append(a))
