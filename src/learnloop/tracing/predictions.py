@@ -142,6 +142,15 @@ class Predictions:
         p.setflags(write=False)
         return cls(items, runs, mean, sd, p, rasch=rasch)
 
+    def with_p(self, p: FloatArray) -> Predictions:
+        """The same beliefs with other predictions ``p`` (one per item, e.g. with a prediction-only
+        term applied): nothing carried over, sums and information computed from ``p`` when read."""
+        p = np.asarray(p, dtype=np.float64)
+        if p.shape != self.p.shape:
+            raise ValueError(f"p must have {self.p.size} entries, got {p.shape}")
+        p.setflags(write=False)
+        return Predictions(self.items, self.runs, self.mean, self.sd, p, rasch=self.rasch)
+
     def advance(self, mean: FloatArray, sd: FloatArray) -> Predictions:
         """The predictions for new beliefs, recomputing only the topics whose belief changed."""
         if mean.shape != self.mean.shape:

@@ -177,18 +177,45 @@ class Learners:
         return self.tracker.plan(app, events, revisions=revisions, latest=latest)
 
     def predictions(
-        self, app: str, user_id: str, model: CatalogModel, entry: LearnerEntry, *, keep: bool = True
+        self,
+        app: str,
+        user_id: str,
+        model: CatalogModel,
+        entry: LearnerEntry,
+        *,
+        keep: bool = True,
+        at: float | None = None,
     ) -> Predictions:
-        """P(correct) of every item for ``entry``, carried over from the learner's latest
-        predictions where the beliefs did not change; with ``keep``, remembered for the
-        learner's next step (status reads use what a session left but keep nothing)."""
+        """P(correct) of every item for ``entry`` at ``at`` (epoch seconds; None: the clock's now),
+        carried over from the learner's latest predictions where the beliefs did not change; with
+        ``keep``, remembered for the learner's next step (status reads use what a session left but
+        keep nothing). With a forgetting term stored for the catalog, each item's prediction carries
+        its topic's recall at ``at`` (:meth:`recalled`, as :meth:`predict` does); what is remembered
+        is the prediction before the term, which does not depend on the time."""
         # learners without events share the predictions of the empty state
         key = (app, user_id if entry.revision else "", model.index.catalog_id)
         previous = self._predictions.get(key)
         predictions = model.model.predictions(entry.state, previous)
         if keep and predictions is not previous:
             self._predictions.put(key, predictions)
-        return predictions
+        if model.forgetting is None:
+            return predictions
+        now = self.clock().timestamp() if at is None else at
+        return predictions.with_p(self.recalled(model, entry, predictions.p, model.index.item_topic, now))
+
+    def recalled(
+        self, model: CatalogModel, entry: LearnerEntry, p: np.ndarray, topics: np.ndarray, at: float
+    ) -> np.ndarray:
+        """``p`` (items of the ``topics`` given) with the catalog's forgetting term at ``at`` (epoch
+        seconds): β_t log R of each topic's memory then (:class:`~learnloop.tracing.retention.Forgetting`);
+        ``p`` itself without a stored term. The one place the engine applies it: :meth:`predict`,
+        the status figures and the policies' view all read it from here."""
+        term = model.forgetting
+        if term is None:
+            return p
+        with np.errstate(divide="ignore"):
+            log_recall = np.log(model.model.recall(entry.state, at))
+        return term.predict(p, log_recall[topics], topics)
 
     def status(self, model: CatalogModel, entry: LearnerEntry, mask: BoolArray, predictions: Predictions) -> UserStatus:
         """The v2 status over ``mask``: the one status computation, :meth:`LearnerModel.status`."""
@@ -378,16 +405,13 @@ class Learners:
             raise ValidationError([f"item '{i}' is not scorable: it has no P(correct)" for i in unscorable])
         entry = self.state(app, user_id, model)
         p = model.model.predict(entry.state, np.asarray(positions, dtype=np.intp))
-        model_now, echo, forgetting = self.content.terms_for(catalog_id, app=app)
+        model_now, echo, _ = self.content.terms_for(catalog_id, app=app)
         topics = index.item_topic[np.asarray(positions, dtype=np.intp)]
         if echo is not None and model_now is model:  # from the learner's last answer, if the latest event
             last = (-1, 0.0) if entry.last_attempt is None else entry.last_attempt
             prev = int(index.item_topic[last[0]]) if last[0] >= 0 else -1
             p = echo.predict(p, topics, prev, last[1])
-        if forgetting is not None and model_now is model:  # beta log R of the topic's memory now (Engine.fit)
-            with np.errstate(divide="ignore"):
-                log_recall = np.log(model.model.recall(entry.state, self.clock()))
-            p = forgetting.predict(p, log_recall[topics], topics)
+        p = self.recalled(model, entry, p, topics, self.clock().timestamp())  # beta log R now (Engine.fit)
         return dict(zip(wanted, p.tolist(), strict=True))
 
     def due(
@@ -399,8 +423,9 @@ class Learners:
             raise ValidationError(f"at must be timezone-aware, got {moment.isoformat()}")
         model = self.content.catalog_model(catalog_id, app=app)
         entry = self.state(app, user_id, model)
-        predictions = self.predictions(app, user_id, model, entry, keep=False)
-        view = self.view(model, entry, predictions, at=None if moment is None else moment.timestamp())
+        when = None if moment is None else moment.timestamp()
+        predictions = self.predictions(app, user_id, model, entry, keep=False, at=when)
+        view = self.view(model, entry, predictions, at=when)
         everything = np.ones(model.index.n_items, dtype=bool)
         return due_items(view, due_order(view, everything))
 

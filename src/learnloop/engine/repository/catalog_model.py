@@ -18,6 +18,7 @@ from learnloop.content import CatalogIndex
 from learnloop.events import Interaction
 from learnloop.recommend.view import catalog_topics
 from learnloop.tracing import Event, ItemParams, LearnerModel
+from learnloop.tracing.retention import Forgetting
 
 __all__ = ["CatalogModel"]
 
@@ -33,6 +34,9 @@ class CatalogModel:
     fingerprint: str
     #: review's threshold: an item met is due when its predicted recall is below it
     desired_retention: float = 0.9
+    #: the forgetting term stored with the catalog's settings (``Engine.fit``), None without one: the
+    #: model's memory runs on its clock, and predictions at a time carry it (:meth:`Learners.recalled`)
+    forgetting: Forgetting | None = None
     _derived: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -42,11 +46,13 @@ class CatalogModel:
         *,
         calibration: Mapping[str, Mapping[str, float]] | None = None,
         desired_retention: float = 0.9,
+        forgetting: Forgetting | None = None,
         **model_options: Any,
     ) -> CatalogModel:
         """``calibration`` maps item ids to calibrated ``{"b": ..., "a": ...}``;
         items without one keep their cold-start difficulty. ``desired_retention`` is kept
-        beside the model (it is not part of the fingerprint: learner states do not depend on it)."""
+        beside the model (it is not part of the fingerprint: learner states do not depend on it),
+        and so is ``forgetting`` (its clock enters the fingerprint as the ``memory_model`` option)."""
         topics = catalog_topics(index)
         items = ItemParams.from_catalog(
             item_topic=index.item_topic,
@@ -72,7 +78,8 @@ class CatalogModel:
         for arr in (index.topic_parent, index.prerequisite_edges, index.item_topic, items.b, items.a):
             digest.update(np.ascontiguousarray(arr).tobytes())
         digest.update(repr(sorted(model_options.items())).encode())
-        return cls(index, LearnerModel(topics, items, **model_options), digest.hexdigest(), desired_retention)
+        model = LearnerModel(topics, items, **model_options)
+        return cls(index, model, digest.hexdigest(), desired_retention, forgetting)
 
     def derived(self, name: str, make: Callable[[CatalogModel], _T]) -> _T:
         """A value derived from this catalog model, made once and kept with it (as

@@ -280,11 +280,14 @@ class ContentRepository:
         rates = None if stored is None else stored.get("topics")  # per-topic learning rates and novelty
         learner_options = self.learner_options_for(catalog_id, app=app)
         options = learner_options.with_topic_rates(index.topic_ids, rates)
-        forgetting = None if stored is None else stored.get("forgetting")  # Engine.fit's memory model
-        if forgetting is not None:
-            options["memory_model"] = Forgetting.from_doc(forgetting, index.topic_ids).memory_model()
+        forgotten = None if stored is None else stored.get("forgetting")  # Engine.fit's memory model
+        term = None if forgotten is None else Forgetting.from_doc(forgotten, index.topic_ids)
+        if term is not None:
+            options["memory_model"] = term.memory_model()
         retention = learner_options.desired_retention
-        model = CatalogModel.build(index, calibration=calibration, desired_retention=retention, **options)
+        model = CatalogModel.build(
+            index, calibration=calibration, desired_retention=retention, forgetting=term, **options
+        )
         self._models.put((app, catalog_id), (index, version, model))
         return model
 
@@ -307,8 +310,7 @@ class ContentRepository:
         found = records.calibration(self.store, app, catalog_id)
         stored = None if found is None else found.get("echo")
         echo = None if stored is None else Echo.from_doc(stored, model.index.topic_ids)
-        forgotten = None if found is None else found.get("forgetting")
-        term = None if forgotten is None else Forgetting.from_doc(forgotten, model.index.topic_ids)
+        term = model.forgetting  # (read with the model's settings, from the same document)
         self._echoes.put((app, catalog_id), (model, echo, term))
         return model, echo, term
 
