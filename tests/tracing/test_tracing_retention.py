@@ -125,3 +125,20 @@ def test_predict_state_lowers_the_prediction_with_the_gap() -> None:
     assert soon[0] == pytest.approx(p[0], abs=1e-3) and later[0] < soon[0] - 0.1
     assert soon[1] == later[1] == pytest.approx(p[1])  # a topic never reviewed has no term
     assert term.predict_state(model, state, 30 * DAY_SECONDS, [0])[0] == pytest.approx(later[0])
+
+
+def test_predict_by_topic_is_predict_from_per_topic_odds() -> None:
+    """The engine's form (one factor per topic, no logarithm per item) gives predict's figures."""
+    rng = np.random.default_rng(2)
+    n_topics = 9
+    log_recall = np.log(rng.uniform(0.05, 1.0, n_topics))
+    log_recall[[1, 6]] = np.nan  # topics without a memory: no term
+    topic = rng.integers(0, n_topics, 500)
+    p = rng.uniform(0.0, 1.0, 500)
+    p[:3] = (0.0, 1.0, 0.5)
+    for term in (Forgetting(), Forgetting(time_scale=4.0, scale=0.3, topic_scale=tuple(rng.uniform(0, 2, n_topics)))):
+        odds = term.odds_by_topic(log_recall)
+        assert np.array_equal(odds[[1, 6]], [1.0, 1.0])
+        got = term.predict_by_topic(p, topic, odds)
+        assert got == pytest.approx(term.predict(p, log_recall[topic], topic), abs=1e-11)
+        assert np.array_equal(got[topic == 1], p[topic == 1])

@@ -16,6 +16,7 @@ every per-topic sum is taken over the same run of items in the same order
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -124,6 +125,8 @@ class Predictions:
     gathered: tuple[FloatArray, FloatArray] | None = None
     #: the Fisher information of the predictions advanced from, when it was read (a one-item list)
     base_information: list[FloatArray] | None = None
+    #: the predictions these overlay (:meth:`overlay`): their sums and information, ``where`` excepted
+    beneath: Predictions | None = None
     _sums: dict[int, tuple[np.ndarray, FloatArray]] = field(default_factory=dict, repr=False)
     _information: list[FloatArray] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -142,17 +145,32 @@ class Predictions:
         p.setflags(write=False)
         return cls(items, runs, mean, sd, p, rasch=rasch)
 
-    def with_p(self, p: FloatArray) -> Predictions:
-        """The same beliefs with other predictions ``p`` (one per item, e.g. with a prediction-only
-        term applied): nothing carried over, sums and information computed from ``p`` when read."""
-        p = np.asarray(p, dtype=np.float64)
-        if p.shape != self.p.shape:
-            raise ValueError(f"p must have {self.p.size} entries, got {p.shape}")
-        p.setflags(write=False)
-        return Predictions(self.items, self.runs, self.mean, self.sd, p, rasch=self.rasch)
+    def overlay(self, topics: IntArray, make: Callable[[IntArray], FloatArray]) -> Predictions:
+        """These predictions with the items of ``topics`` given other values (e.g. a prediction-only
+        term): ``make(where)`` returns them for the item positions ``where`` (the topics' runs, topic
+        after topic). Sums over weights and the information are those of these predictions for the
+        other topics, computed again for ``topics`` only (the same doubles as computing all again)."""
+        topics = np.asarray(topics, dtype=np.intp)
+        lengths = self.runs.counts[topics]
+        where = self.runs.positions(topics, lengths)
+        if where.size == 0:
+            return self
+        fresh = np.array(make(where), dtype=np.float64)
+        p = self.p.copy()
+        p[where] = fresh
+        for shared in (p, fresh, where, lengths):
+            shared.setflags(write=False)
+        segments = _segments(topics.copy(), lengths)
+        gathered = (self.items.b[where], self.items.a[where])
+        return Predictions(
+            self.items, self.runs, self.mean, self.sd, p, None, segments[0], where, self.rasch, fresh,
+            segments, lengths, gathered, None, beneath=self,
+        )  # fmt: skip
 
     def advance(self, mean: FloatArray, sd: FloatArray) -> Predictions:
         """The predictions for new beliefs, recomputing only the topics whose belief changed."""
+        if self.beneath is not None:  # (an overlay is advanced as what it overlays)
+            return self.beneath.advance(mean, sd)
         if mean.shape != self.mean.shape:
             return Predictions.compute(self.items, self.runs, mean, sd)
         changed = ((mean != self.mean) | (sd != self.sd)).nonzero()[0]  # (np.flatnonzero, without its wrappers)
@@ -210,7 +228,7 @@ class Predictions:
         found = self._information
         if found:
             return found[0]
-        carried = self.base_information
+        carried = self.base_information if self.beneath is None else [self.beneath.information()]
         if carried and self.fresh is not None:
             assert self.gathered is not None and self.where is not None
             a, fresh = self.gathered[1], self.fresh
@@ -237,6 +255,8 @@ class Predictions:
             return found[1]
         base = self.base
         carried = None if base is None else base.get(key)
+        if self.beneath is not None:
+            carried = (weights, self.beneath.sums(weights))
         if carried is not None and carried[0] is weights and self.changed is not None:
             # the changed topics' sums, as :func:`topic_sums` takes them (a topic without items keeps its 0)
             out = carried[1].copy()

@@ -144,6 +144,21 @@ class Forgetting:
         q = np.clip(np.asarray(p, dtype=np.float64), 1e-12, 1.0 - 1e-12)
         return 1.0 / (1.0 + np.exp(-self.apply(np.log(q / (1.0 - q)), log_recall, topic)))
 
+    def odds_by_topic(self, log_recall: ArrayLike) -> FloatArray:
+        """Per topic, the factor the term multiplies the odds of a right answer by: ``exp(β_t log R_t)``
+        (``log_recall``: one per topic, as :meth:`LearnerModel.recall` gives it, logged; 1 where the topic
+        has no memory)."""
+        lr = np.nan_to_num(np.asarray(log_recall, dtype=np.float64), nan=0.0)
+        return np.exp(self.scales(np.arange(lr.size)) * lr)
+
+    def predict_by_topic(self, p: ArrayLike, topic: ArrayLike, odds: FloatArray) -> FloatArray:
+        """:meth:`predict` for items of the given topics, from :meth:`odds_by_topic` (the same figures
+        to rounding: σ(logit p + c) = p e^c / (1 − p + p e^c), without a logarithm per item)."""
+        q = np.asarray(p, dtype=np.float64)
+        k = odds[np.asarray(topic, dtype=np.intp)]
+        k *= q
+        return k / (k + (1.0 - q))
+
     def predict_state(
         self, model: LearnerModel, state: LearnerState, at: Any, items: ArrayLike | None = None
     ) -> FloatArray:

@@ -198,10 +198,12 @@ class Learners:
         predictions = model.model.predictions(entry.state, previous)
         if keep and predictions is not previous:
             self._predictions.put(key, predictions)
-        if model.forgetting is None:
+        met = entry.state.memory_topics  # (a topic without a memory has no term)
+        if model.forgetting is None or met.size == 0:
             return predictions
         now = self.clock().timestamp() if at is None else at
-        return predictions.with_p(self.recalled(model, entry, predictions.p, model.index.item_topic, now))
+        p, item_topic = predictions.p, model.index.item_topic
+        return predictions.overlay(met, lambda where: self.recalled(model, entry, p[where], item_topic[where], now))
 
     def recalled(
         self, model: CatalogModel, entry: LearnerEntry, p: np.ndarray, topics: np.ndarray, at: float
@@ -215,7 +217,7 @@ class Learners:
             return p
         with np.errstate(divide="ignore"):
             log_recall = np.log(model.model.recall(entry.state, at))
-        return term.predict(p, log_recall[topics], topics)
+        return term.predict_by_topic(p, topics, term.odds_by_topic(log_recall))
 
     def status(self, model: CatalogModel, entry: LearnerEntry, mask: BoolArray, predictions: Predictions) -> UserStatus:
         """The v2 status over ``mask``: the one status computation, :meth:`LearnerModel.status`."""
