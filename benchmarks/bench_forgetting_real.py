@@ -13,6 +13,10 @@ published as ``data/ct.csv`` in https://github.com/CAHLR/pyBKT-examples (blob
 :func:`learnloop.datasets.read_datashop` (an item is a problem's step, its
 skills the ``KC(Default)`` components). Any other DataShop step export given
 with ``--files`` is run the same way (e.g. the KDD Cup 2010 ``algebra_2005_2006_train.txt``).
+The first 120 steps of each student of ``ct.csv`` are committed under ``tests/data/``
+(``kddcup2010_ct_head.tsv``: ``bench_forgetting_real.py tests/data --files
+kddcup2010_ct_head.tsv``); the whole file is 4 MiB or more. A fork's comma-separated
+copy whose ``Step Start Time`` lost its date (``18:00.0``) carries no gaps and is not read.
 ``--csv`` reads timed logs in a table of named columns with
 :func:`learnloop.datasets.read_csv` (``--columns``: which column is the learner, the item, the
 answer, the skill and the time; the default names are those of ASSISTments 2012-2013's
