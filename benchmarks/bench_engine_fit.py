@@ -7,7 +7,10 @@ DATA_DIR holds the files (nothing is downloaded; searched recursively): the DKVM
 repository's ``data/`` (https://github.com/jennyzhang0215/DKVMN: ``assist2009_updated_{train,test}.csv``,
 ``assist2015_{train,test}.csv``, ``STATICS_{train,test}.csv`` with ``STATICS_qid_sid_sname``) and
 ``ct.csv`` (the KDD Cup 2010 Cognitive Tutor subset of https://github.com/CAHLR/pyBKT-examples,
-a timestamped DataShop export, split 70/30 by learner with ``--seed``).
+a timestamped DataShop export, split 70/30 by learner with ``--seed``) and ``largerawsample.csv``
+(split ``statcloze``, not run unless named: the statistics cloze practice log the LKT R package ships
+as ``data/largerawsample.rda``, converted to CSV as ``bench_forgetting_real.py`` says; timed; split
+70/30 by learner with ``--seed``).
 
 Protocol, per log: (a) ``fit_options`` chooses the settings on ``--folds`` folds of the train
 learners (seed ``--seed``) and ``fit.model()``, fitted on the whole train file, predicts the test file
@@ -45,7 +48,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from learnloop import Engine
-from learnloop.datasets import ResponseLog, align, read_datashop, read_item_skills, read_three_line
+from learnloop.datasets import ResponseLog, align, read_csv, read_datashop, read_item_skills, read_three_line
 from learnloop.engine import EventColumns, LogModel
 from learnloop.evaluate import EngineModel, fit_options
 from learnloop.tracing import auc
@@ -55,7 +58,15 @@ FILES = {
     "assist2015": ("assist2015_train.csv", "assist2015_test.csv"),
     "statics": ("STATICS_train.csv", "STATICS_test.csv"),
 }
-NAMES = {"assist2009": "ASSISTments 2009", "assist2015": "ASSISTments 2015", "statics": "STATICS", "ct": "ct.csv"}
+NAMES = {
+    "assist2009": "ASSISTments 2009",
+    "assist2015": "ASSISTments 2015",
+    "statics": "STATICS",
+    "ct": "ct.csv",
+    "statcloze": "statistics cloze (timed)",
+}
+#: the columns of ``largerawsample.csv`` (see ``bench_forgetting_real.py``)
+STATCLOZE = {"learner": "student", "item": "item", "correct": "correct", "skill": "skill", "time": "time"}
 START, END = "<!-- bench_engine_fit:start -->", "<!-- bench_engine_fit:end -->"
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "models.md"
 
@@ -68,8 +79,13 @@ def find(root: Path, name: str) -> Path:
 
 
 def load(root: Path, split: str, seed: int) -> tuple[ResponseLog, ResponseLog]:
-    if split == "ct":
-        train, test = read_datashop(find(root, "ct.csv")).split(0.3, seed=seed)
+    if split in ("ct", "statcloze"):
+        whole = (
+            read_datashop(find(root, "ct.csv"))
+            if split == "ct"
+            else read_csv(find(root, "largerawsample.csv"), **STATCLOZE)
+        )
+        train, test = whole.split(0.3, seed=seed)
         aligned = align(train, test)
     else:
         skills = read_item_skills(find(root, "STATICS_qid_sid_sname")) if split == "statics" else None

@@ -17,6 +17,11 @@ The first 120 steps of each student of ``ct.csv`` are committed under ``tests/da
 (``kddcup2010_ct_head.tsv``: ``bench_forgetting_real.py tests/data --files
 kddcup2010_ct_head.tsv``); the whole file is 4 MiB or more. A fork's comma-separated
 copy whose ``Step Start Time`` lost its date (``18:00.0``) carries no gaps and is not read.
+A second timed log, spaced over days: the statistics cloze practice sample the LKT R package
+ships (https://github.com/Optimal-Learning-Lab/LKT, ``data/largerawsample.rda``, blob 741b711;
+478 students, 55,122 answers), turned into ``largerawsample.csv`` as ``docs/models.md`` shows and
+read with ``--csv largerawsample.csv --columns
+learner=student,item=item,correct=correct,skill=skill,time=time``.
 ``--csv`` reads timed logs in a table of named columns with
 :func:`learnloop.datasets.read_csv` (``--columns``: which column is the learner, the item, the
 answer, the skill and the time; the default names are those of ASSISTments 2012-2013's
