@@ -126,3 +126,22 @@ def test_engine_fit_s_stored_term_reaches_the_status() -> None:
     (status,) = engine.user_status("ada", CID, [_topic_filter(engine, OLD)])
     assert status.proficiency is not None
     assert status.proficiency == pytest.approx(_mean_predict(engine, OLD), abs=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["learn", "review", "assess"])
+def test_sessions_with_a_stored_term_keep_their_invariants_and_report_predict_s_proficiency(mode: str) -> None:
+    from learnloop.sim import SimClock
+    from learnloop.testing import LearnerSpec, assert_session_invariants, play_session
+
+    engine = _engine(TERM)
+    clock = SimClock(START + timedelta(days=60))
+    engine.clock = clock
+    run = play_session(engine, {"user_id": "ada", "catalog_id": CID, "mode": {"type": mode}, "filter": {}},
+                       learner=LearnerSpec(seed=5), steps=12)  # fmt: skip
+    assert_session_invariants(run)
+    # each step's status is read at the engine's clock then: after the run, the last one's equals
+    # the mean of Engine.predict over the catalog's scorable items now
+    index = engine.catalog_index(CID)
+    scorable = [i for k, i in enumerate(index.item_ids) if index.scorable[k]]
+    last = run.steps[-1].user_status.proficiency
+    assert last == pytest.approx(float(np.mean(list(engine.predict("ada", CID, scorable).values()))), abs=1e-12)
