@@ -198,8 +198,10 @@ class Learners:
         predictions = model.model.predictions(entry.state, previous)
         if keep and predictions is not previous:
             self._predictions.put(key, predictions)
+        if model.forgetting is None:
+            return predictions
         met = entry.state.memory_topics  # (a topic without a memory has no term)
-        if model.forgetting is None or met.size == 0:
+        if met.size == 0:
             return predictions
         now = self.clock().timestamp() if at is None else at
         p, item_topic = predictions.p, model.index.item_topic
