@@ -23,13 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from learnloop._types import IntArray
 from learnloop.engine import records
+from learnloop.engine.learners.batch import EventBatch
 from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.events import Interaction, format_timestamp, parse_timestamp
 from learnloop.store import Store
 from learnloop.tracing.learner import EventColumns
 
-__all__ = ["History", "read"]
+__all__ = ["History", "of_batch", "of_interactions", "read"]
 
 _KINDS = {"attempt": 1, "skip": 2, "view_theory": 3}
 
@@ -77,6 +79,33 @@ def of_interactions(catalog: CatalogModel, interactions: Sequence[Interaction]) 
     }
     epochs = np.array([i.epoch for i in interactions], dtype=np.float64)
     return History(fields["item_id"], [i.stamp for i in interactions], _columns(catalog, fields, epochs))
+
+
+def of_batch(catalog: CatalogModel, batch: EventBatch, topics: Sequence[str], rows: IntArray) -> History:
+    """The events at ``rows`` of a posted batch (``topics``: each row's topic; the rows in posting
+    order) as a history in time order, read from the batch's columns: the same history as
+    :func:`of_interactions` gives of the same events made interactions and put in time order."""
+    at = rows.tolist()
+    n = len(at)
+    everything = n == len(batch) and at == list(range(n))
+
+    def take(column: Sequence[Any]) -> list[Any]:
+        return list(column) if everything else [column[k] for k in at]
+
+    fields: dict[str, list[Any]] = {
+        "kind": take(batch.kinds),
+        "item_id": take(batch.items),
+        "topic_id": take(topics),
+        "score": take(batch.scores),
+        "time_spent_ms": take(batch.times),
+        "fraction_completed": take(batch.fractions),
+        "practice": [True] * n,
+    }
+    history = History(fields["item_id"], take(batch.stamps), _columns(catalog, fields, batch.epochs()[rows]))
+    ts = history.columns.ts
+    if n < 2 or bool((ts[1:] >= ts[:-1]).all()):
+        return history
+    return history.take(np.argsort(ts, kind="stable"))
 
 
 def merged(catalog: CatalogModel, history: History, group: Iterable[Interaction], after: float) -> History:
