@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from learnloop.engine import records
 from learnloop.store import MemoryStore, SQLiteStore, Store
@@ -56,6 +58,45 @@ def test_scan_fields_reads_what_scan_reads(kind: str, tmp_path: Path) -> None:
     # the engine's reader gives the same through the store's scan_fields or document by document
     assert records.event_fields(store, "a", ("u", "c")) == _expected(store, ("u", "c"), None)
     assert records.event_fields(_ScanOnly(store), "a", ("u", "c"))  # type: ignore[arg-type] == _expected(store, ("u", "c"), None)
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("odd_item", ["i\u00e9\u4e2d", "i\x1fj", "i" * 300])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    script=st.lists(
+        st.tuples(st.integers(0, 59), st.integers(0, 7), st.sampled_from(["a", "s", "v", "p"])), min_size=1, max_size=80
+    )
+)
+def test_scan_fields_of_a_learners_events_in_the_engines_layout(
+    kind: str, odd_item: str, script: list[tuple[int, int, str]], tmp_path: Path
+) -> None:
+    """Events all in the engine's layout (read as whole columns by both stores), written in several
+    calls, rewritten out of key order, in several shapes, some with keys that are not plain ASCII
+    (a key holding the byte 0x1F or 255 bytes or more is read row by row)."""
+    store: MemoryStore | SQLiteStore = (
+        MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / f"{len(script)}.db")
+    )
+    items = ["i0", "i1", "i2", "i3", "i4", "x:y", "i-6", odd_item]
+    for at in range(0, len(script), 16):
+        rows = []
+        for second, item, shape in script[at : at + 16]:
+            more: dict[str, Any] = {
+                "a": {"score": 0.5, "time_spent_ms": second},
+                "s": {},
+                "v": {"fraction_completed": 1},
+            }.get(shape, {"score": 1.0, "practice": False})
+            doc = _event(
+                0, kind="skip" if shape == "s" else "attempt", item_id=items[item], timestamp=STAMPS[second], **more
+            )
+            rows.append((("u", "c", items[item], STAMPS[second]), doc))
+        store.put_many("events", "a", rows)
+    store.put_many("events", "a", [(("v", "c", "i0", STAMPS[0]), _event(0, user_id="v"))])  # another learner
+    for last_after in (None, STAMPS[20]):
+        assert store.scan_fields("events", "a", ("u", "c"), last_after=last_after) == _expected(
+            store, ("u", "c"), last_after
+        )
     store.close()
 
 

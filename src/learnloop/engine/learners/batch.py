@@ -48,7 +48,15 @@ from learnloop.events import (
     format_timestamp,
 )
 
-__all__ = ["ContextEvents", "EventBatch", "PlainEvents", "context_events", "kind_problem", "plain_events"]
+__all__ = [
+    "ContextEvents",
+    "EventBatch",
+    "PlainEvents",
+    "canonical_ms",
+    "context_events",
+    "kind_problem",
+    "plain_events",
+]
 
 #: the events ``Engine.upsert_events`` takes: models, or mappings of their fields
 PlainEvents = Iterable[AttemptEvent | SkipEvent | ViewTheoryEvent | Mapping[str, Any]]
@@ -161,7 +169,7 @@ _AT = np.array([4, 7, 10, 13, 16, 19, 23])
 _MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
 
 
-def _canonical_ms(raw: list[Any]) -> IntArray | None:
+def canonical_ms(raw: list[Any]) -> IntArray | None:
     """Milliseconds since the epoch of timestamps all in the canonical form (None otherwise,
     or when one falls outside the safe span): checked and read as a table of bytes."""
     if set(map(type, raw)) != {str} or set(map(len, raw)) != {24}:
@@ -334,7 +342,7 @@ class EventBatch:
                 return None
             columns = _columns(rows)
             raw = list(map(itemgetter("timestamp"), rows))
-        ms = _canonical_ms(raw)
+        ms = canonical_ms(raw)
         moments = None
         if ms is None:
             try:
