@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from learnloop.store._codec import json_joined
 from learnloop.store._compact import fields_of
-from learnloop.store.base import Key, json_value
+from learnloop.store.base import Key
 
 __all__ = ["chunks", "event_columns", "insert_statement", "strings_only"]
 
@@ -25,8 +26,6 @@ _EVENT_COLUMNS = (
     "group_concat(k4, char(31)), group_concat(seq), CAST(group_concat(substr(v, 2), ',' || char(10)) AS BLOB) "
     "FROM events WHERE app = ? AND k1 = ? AND k2 = ?{}"
 )
-#: documents per call of the JSON parser (which holds the GIL throughout)
-_PARSE_ROWS = 4096
 
 
 def strings_only(part: Sequence[str]) -> bool:
@@ -81,15 +80,7 @@ def event_columns(
     seq = np.fromstring(seqs, dtype=np.int64, sep=",")
     if len(item_ids) != n or len(timestamps) != n or len(seq) != n:
         return None
-    # the documents parsed a few thousand at a time (",\n" is in no compact JSON document)
-    breaks = np.flatnonzero(np.frombuffer(docs, dtype=np.uint8) == 10)
-    if len(breaks) != n - 1:
-        values = json_value(b"[" + docs + b"]")
-    else:
-        cuts = [0, *(breaks[_PARSE_ROWS - 1 :: _PARSE_ROWS] + 1).tolist(), len(docs) + 2]
-        values = []
-        for start, stop in zip(cuts, cuts[1:], strict=False):
-            values += json_value(b"[" + docs[start : stop - 2] + b"]")
+    values = json_joined(docs, n)
     if len(values) != n:
         return None
     order = np.argsort(seq, kind="stable")
