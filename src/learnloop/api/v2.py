@@ -35,7 +35,14 @@ from learnloop.errors import (
     NotFoundError,
     ValidationError,
 )
-from learnloop.events import ContextEvent, PlainEvent, format_timestamp
+from learnloop.events import (
+    AttemptEvent,
+    ContextEvent,
+    PlainEvent,
+    SkipEvent,
+    ViewTheoryEvent,
+    format_timestamp,
+)
 from learnloop.recommend.session import SessionSpec
 
 __all__ = ["V2Api"]
@@ -85,9 +92,7 @@ class UpsertEventsRequest(BaseModel):
 
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 #: the fields of a plain event and what JSON gives each when it is valid on its face
-_EVENT_FIELDS = frozenset(
-    ["type", "item_id", "topic_id", "catalog_id", "timestamp", "score", "time_spent_ms", "fraction_completed"]
-)
+_EVENT_FIELDS = frozenset().union(*(model.model_fields for model in (AttemptEvent, SkipEvent, ViewTheoryEvent)))
 _DICT = frozenset([dict])
 _NONE = type(None)
 #: the types each field may hold on its face (None: absent), the timestamp required

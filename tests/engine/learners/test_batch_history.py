@@ -114,3 +114,19 @@ def test_a_batch_as_a_history_is_what_its_interactions_and_the_store_give(
     engine.upsert_events("u", batch)
     for catalog_id, got in made.items():
         _same(got, history.read(engine.store, "default", "u", engine.catalog_model(catalog_id)))
+
+
+def test_the_columns_read_every_field_of_the_plain_event_models() -> None:
+    """The fields read as columns (and those the v2 façade lets through on their face) are the
+    models' own: a field added to a model is read, or this fails."""
+    from learnloop.api import v2
+    from learnloop.engine.learners import batch
+    from learnloop.events import AttemptEvent, SkipEvent, ViewTheoryEvent
+
+    models = (AttemptEvent, SkipEvent, ViewTheoryEvent)
+    everything = set().union(*(model.model_fields for model in models))
+    assert set(batch._COLUMNS.values()) | {"timestamp"} == everything == v2._EVENT_FIELDS
+    for model in models:
+        must, may = batch._NAMES[model.model_fields["type"].annotation.__args__[0]]
+        assert must | may == set(model.model_fields)
+        assert must == {name for name, info in model.model_fields.items() if info.is_required()}
