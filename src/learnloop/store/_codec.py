@@ -31,8 +31,8 @@ def json_rows(bodies: Sequence[bytes]) -> list[Any]:
 
 def json_joined(docs: bytes, n: int) -> list[Any]:
     """The JSON values of ``n`` documents joined by ``",\\n"`` (a compact JSON document holds no
-    newline byte), parsed as arrays of a few thousand at a time; at once when the newlines do not
-    fall between documents only."""
+    newline byte), parsed as arrays of a few thousand at a time (at once when a document holds a
+    newline after all)."""
     if not n:
         return []
     breaks = np.flatnonzero(np.frombuffer(docs, dtype=np.uint8) == 10)

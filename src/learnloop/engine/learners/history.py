@@ -7,7 +7,8 @@ result, :class:`History`, is in time order (events sharing a timestamp in
 posting order), as :meth:`Tracker.history` orders interactions, and holds what
 :meth:`LearnerModel.update_columns` applies. An event whose item left the
 catalog keeps its place with the position -1 (it counts for the time of the
-latest event, and is not applied).
+latest event, and is not applied). :func:`of_batch` makes the same history of
+a posted batch's rows straight from its columns (a bulk import applied in the write).
 """
 
 from __future__ import annotations
