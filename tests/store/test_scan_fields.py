@@ -1,4 +1,4 @@
-"""``scan_fields`` of the memory and SQLite stores: a scan in write order as columns, the same
+"""``scan_fields`` of the memory, SQLite and PostgreSQL stores: a scan in write order as columns, the same
 values :meth:`scan` gives document by document (documents of several shapes, whole JSON objects,
 raw bytes, events in the engine's layout and out of it, rewrites, ``last_after``)."""
 
@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from learnloop.engine import records
 from learnloop.store import MemoryStore, SQLiteStore, Store
@@ -21,8 +23,10 @@ def _event(k: int, **more: Any) -> dict[str, Any]:
     return {**doc, "timestamp": STAMPS[k], **more}
 
 
-def _expected(store: Store, prefix: tuple[str, ...], last_after: str | None) -> tuple[list[Any], dict[str, list[Any]]]:
-    rows = list(store.scan("events", "a", prefix, order="seq", last_after=last_after))
+def _expected(
+    store: Store, prefix: tuple[str, ...], last_after: str | None, app: str = "a"
+) -> tuple[list[Any], dict[str, list[Any]]]:
+    rows = list(store.scan("events", app, prefix, order="seq", last_after=last_after))
     names: dict[str, None] = {}
     for _, doc in rows:
         if isinstance(doc, dict):
@@ -31,9 +35,17 @@ def _expected(store: Store, prefix: tuple[str, ...], last_after: str | None) -> 
     return [key for key, _ in rows], {name: [doc.get(name) for doc in docs] for name in names}
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_scan_fields_reads_what_scan_reads(kind: str, tmp_path: Path) -> None:
-    store: MemoryStore | SQLiteStore = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "s.db")
+def _store(kind: str, path: Path, request: pytest.FixtureRequest) -> Any:
+    if kind == "postgres":
+        from learnloop.store.postgres import PostgresStore
+
+        return PostgresStore(request.getfixturevalue("postgres_database")())
+    return MemoryStore() if kind == "memory" else SQLiteStore(path)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+def test_scan_fields_reads_what_scan_reads(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    store = _store(kind, tmp_path / "s.db", request)
     rows: list[tuple[tuple[str, ...], Any]] = []
     for k in range(40):
         doc: Any = _event(k, score=float(k % 2))
@@ -59,8 +71,51 @@ def test_scan_fields_reads_what_scan_reads(kind: str, tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+@pytest.mark.parametrize("odd_item", ["i\u00e9\u4e2d", "i\x1fj", "i" * 300])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    script=st.lists(
+        st.tuples(st.integers(0, 59), st.integers(0, 7), st.sampled_from(["a", "s", "v", "p"])), min_size=1, max_size=80
+    )
+)
+def test_scan_fields_of_a_learners_events_in_the_engines_layout(
+    kind: str, odd_item: str, script: list[tuple[int, int, str]], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Events all in the engine's layout (read as whole columns by each store), written in several
+    calls, rewritten out of key order, in several shapes, some with keys that are not plain ASCII
+    (a key holding the byte 0x1F, or of 255 bytes or more, is read row by row)."""
+    # a store per example, but one PostgreSQL database for the whole test (an application per example)
+    examples = request.node.__dict__.setdefault("examples", [])
+    examples.append(None)
+    app = f"a{len(examples)}"
+    store = examples[0] if kind == "postgres" and len(examples) > 1 else _store(kind, tmp_path / f"{app}.db", request)
+    examples[0] = store if kind == "postgres" else None
+    items = ["i0", "i1", "i2", "i3", "i4", "x:y", "i-6", odd_item]
+    for at in range(0, len(script), 16):
+        rows = []
+        for second, item, shape in script[at : at + 16]:
+            more: dict[str, Any] = {
+                "a": {"score": 0.5, "time_spent_ms": second},
+                "s": {},
+                "v": {"fraction_completed": 1},
+            }.get(shape, {"score": 1.0, "practice": False})
+            doc = _event(
+                0, kind="skip" if shape == "s" else "attempt", item_id=items[item], timestamp=STAMPS[second], **more
+            )
+            rows.append((("u", "c", items[item], STAMPS[second]), doc))
+        store.put_many("events", app, rows)
+    store.put_many("events", app, [(("v", "c", "i0", STAMPS[0]), _event(0, user_id="v"))])  # another learner
+    for last_after in (None, STAMPS[20]):
+        assert store.scan_fields("events", app, ("u", "c"), last_after=last_after) == _expected(
+            store, ("u", "c"), last_after, app
+        )
+    if kind != "postgres":
+        store.close()
+
+
 class _ScanOnly:
-    """A store without ``scan_fields`` (as PostgresStore): read document by document."""
+    """A store without ``scan_fields``: read document by document."""
 
     def __init__(self, store: Store) -> None:
         self.scan = store.scan

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from itertools import chain, repeat
 from typing import Any
 
 import pydantic
@@ -34,7 +35,14 @@ from learnloop.errors import (
     NotFoundError,
     ValidationError,
 )
-from learnloop.events import ContextEvent, PlainEvent, format_timestamp
+from learnloop.events import (
+    AttemptEvent,
+    ContextEvent,
+    PlainEvent,
+    SkipEvent,
+    ViewTheoryEvent,
+    format_timestamp,
+)
 from learnloop.recommend.session import SessionSpec
 
 __all__ = ["V2Api"]
@@ -84,10 +92,16 @@ class UpsertEventsRequest(BaseModel):
 
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 #: the fields of a plain event and what JSON gives each when it is valid on its face
-_EVENT_FIELDS = frozenset(
-    ["type", "item_id", "topic_id", "catalog_id", "timestamp", "score", "time_spent_ms", "fraction_completed"]
+_EVENT_FIELDS = frozenset().union(*(model.model_fields for model in (AttemptEvent, SkipEvent, ViewTheoryEvent)))
+_DICT = frozenset([dict])
+_NONE = type(None)
+#: the types each field may hold on its face (None: absent), the timestamp required
+_FIELD_TYPES = (
+    ("timestamp", frozenset([str])),
+    ("score", frozenset([_NONE, int, float])),
+    ("fraction_completed", frozenset([_NONE, int, float])),
+    ("time_spent_ms", frozenset([_NONE, int])),
 )
-_NUMBER = (int, float)
 
 
 def _events_on_their_face(body: Any) -> tuple[str, list[dict[str, Any]]] | None:
@@ -107,16 +121,11 @@ def _events_on_their_face(body: Any) -> tuple[str, list[dict[str, Any]]] | None:
     user_id, events = decoded.get("user_id"), decoded.get("events")
     if type(user_id) is not str or type(events) is not list or _IDENTIFIER.fullmatch(user_id) is None:
         return None
-    fields = _EVENT_FIELDS
-    for event in events:
-        if type(event) is not dict or not fields.issuperset(event) or type(event.get("timestamp")) is not str:
-            return None
-        for name in ("score", "fraction_completed"):
-            value = event.get(name)
-            if value is not None and type(value) not in _NUMBER:
-                return None
-        spent = event.get("time_spent_ms")
-        if spent is not None and type(spent) is not int:
+    # (checked field by field over all events at once)
+    if not _DICT.issuperset(map(type, events)) or not _EVENT_FIELDS.issuperset(chain.from_iterable(events)):
+        return None
+    for name, types in _FIELD_TYPES:
+        if not types.issuperset(map(type, map(dict.get, events, repeat(name)))):
             return None
     return user_id, events
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from itertools import compress
 from typing import Any
 
+import numpy as np
+
 from learnloop.store.base import Doc, Key, encode_doc, json_bytes, json_texts, json_value, plain_strings
 
 #: documents parsed by one call of the JSON parser (which holds the GIL throughout)
@@ -27,7 +29,39 @@ def json_rows(bodies: Sequence[bytes]) -> list[Any]:
     return out
 
 
-__all__ = ["MAX_SHAPES", "DocCodec", "json_rows"]
+def json_joined(docs: bytes, n: int) -> list[Any]:
+    """The JSON values of ``n`` documents joined by ``",\\n"`` (a compact JSON document holds no
+    newline byte), parsed as arrays of a few thousand at a time (at once when a document holds a
+    newline after all)."""
+    if not n:
+        return []
+    breaks = np.flatnonzero(np.frombuffer(docs, dtype=np.uint8) == 10)
+    if len(breaks) != n - 1:
+        values: list[Any] = json_value(b"[" + docs + b"]")
+        return values
+    cuts = [0, *(breaks[_PARSE_ROWS - 1 :: _PARSE_ROWS] + 1).tolist(), len(docs) + 2]
+    out: list[Any] = []
+    for start, stop in zip(cuts, cuts[1:], strict=False):
+        out += json_value(b"[" + docs[start : stop - 2] + b"]")
+    return out
+
+
+__all__ = ["MAX_SHAPES", "DocCodec", "gather", "json_joined", "json_rows"]
+
+
+def gather(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, sep: bytes) -> bytes:
+    """The pieces ``data[starts[k]:ends[k]]`` (``data``: bytes as a uint8 array) joined by ``sep``
+    (one byte), gathered by numpy (no object per piece)."""
+    if not len(starts):
+        return b""
+    lengths = ends - starts
+    step = lengths + 1
+    first = np.cumsum(step) - step  # where each piece starts in the result
+    src = np.arange(int(step.sum()), dtype=np.int64) + np.repeat(starts - first, step)
+    out = data[np.minimum(src, len(data) - 1)]  # (a separator's place reads any byte: set below)
+    out[first + lengths] = sep[0]
+    return bytes(out[:-1].tobytes())
+
 
 _RAW = 0x00  # b"\x00" + the raw bytes (as encode_doc)
 _SHAPED1 = 0x01  # one byte of shape id, then the JSON array of the values
@@ -171,6 +205,72 @@ class DocCodec:
         for at, ref in keyed:  # in order of position: each goes where it stands among the fields
             values.insert(at, key[ref])
         return dict(zip(names, values, strict=True))
+
+    def decode_columns(
+        self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: Sequence[Sequence[str]]
+    ) -> dict[str, list[Any]]:
+        """:meth:`decode_fields` of the documents ``data[starts[k]:ends[k]]`` (``data``: bytes as a
+        uint8 array; ``keys``: the key parts as columns), without a bytes object per document: the
+        bodies of one shape are gathered by numpy and read as one JSON array (a few thousand at a
+        time), and the values of each field go to their rows as object arrays."""
+        n = len(starts)
+        sizes = ends - starts
+        tags = data[np.minimum(starts, max(len(data) - 1, 0))] if n else np.zeros(0, dtype=np.uint8)
+        sid = np.full(n, -1, dtype=np.int64)
+        one = (tags == _SHAPED1) & (sizes >= 2)
+        two = (tags == _SHAPED2) & (sizes >= 3)
+        sid[one] = data[starts[one] + 1]
+        sid[two] = data[starts[two] + 1].astype(np.int64) | data[starts[two] + 2].astype(np.int64) << 8
+        bodies = starts + np.where(two, 3, 2)
+        found, first = np.unique(sid, return_index=True)
+        shapes = found[np.argsort(first)].tolist()  # (the fields in order of first appearance)
+        single = len(shapes) == 1
+        out: dict[str, Any] = {}
+        key_arrays: dict[int, np.ndarray] = {}  # (the key parts as object arrays, made when needed)
+
+        def put(name: str, rows: np.ndarray, values: Sequence[Any] | np.ndarray) -> None:
+            if single:
+                out[name] = list(values)
+                return
+            column = out.get(name)
+            if column is None:
+                column = out[name] = np.full(n, None, dtype=object)
+            column[rows] = (
+                values if values.__class__ is np.ndarray else np.fromiter(values, dtype=object, count=len(rows))
+            )
+
+        for shape in shapes:
+            rows = np.arange(n) if single else np.flatnonzero(sid == shape)
+            if shape < 0:  # whole documents, one by one
+                for row in rows.tolist():
+                    doc = self.decode(data[starts[row] : ends[row]].tobytes(), tuple(part[row] for part in keys))
+                    for name, value in doc.items() if isinstance(doc, dict) else ():
+                        column = out.get(name)
+                        if column is None:
+                            column = out[name] = [None] * n if single else np.full(n, None, dtype=object)
+                        column[row] = value
+                continue
+            names, keyed = self._shapes[shape]
+            values: list[Any] = []
+            for at in range(0, len(rows), _PARSE_ROWS):
+                part = rows[at : at + _PARSE_ROWS]
+                values += json_value(b"[" + gather(data, bodies[part], ends[part], b",") + b"]")
+            transposed = list(zip(*values, strict=True))
+            refs = dict(keyed)
+            at = 0
+            for place, name in enumerate(names):
+                if place in refs:
+                    ref = refs[place]
+                    if single:
+                        put(name, rows, keys[ref])
+                        continue
+                    if ref not in key_arrays:
+                        key_arrays[ref] = np.fromiter(keys[ref], dtype=object, count=n)
+                    put(name, rows, key_arrays[ref][rows])
+                else:
+                    put(name, rows, transposed[at] if transposed else ())
+                    at += 1
+        return {name: column if column.__class__ is list else column.tolist() for name, column in out.items()}
 
     def decode_fields(self, blobs: Sequence[bytes], keys: Sequence[Key]) -> dict[str, list[Any]]:
         """The documents of ``blobs`` (with their ``keys``) as columns: per field name, each

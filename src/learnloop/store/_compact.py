@@ -21,19 +21,20 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
-from operator import methodcaller
+from itertools import chain, repeat
 from typing import Any
 
+from learnloop.store._codec import json_rows
 from learnloop.store.base import Columns, Doc, Key, decode_doc, encode_doc, json_bytes, json_value
 
-__all__ = ["MARK", "compact_columns", "decode_event", "encode_event", "fields_of"]
+__all__ = ["MARK", "compact_columns", "decode_event", "encode_event", "fields_of", "marked_fields"]
 
 #: the first byte of a document stored without its key's fields
 MARK = b"\x01"
 #: the fields an event document starts with; those at the key's positions are the key's parts
 _LAYOUT = ("kind", "user_id", "catalog_id", "item_id", "topic_id", "timestamp")
 _KEYED = ("user_id", "catalog_id", "item_id", "timestamp")
+_DICT = frozenset([dict])
 
 
 def compact_doc(key: Key, doc: Doc) -> dict[str, Any] | None:
@@ -93,7 +94,18 @@ def compact_columns(rows: Columns) -> Columns | None:
 def fields_of(docs: Sequence[Any]) -> dict[str, list[Any]]:
     """Documents as columns: per field name (in order of first appearance), each document's value
     (None where it has none; a document that is not a mapping has none)."""
-    if not all(doc.__class__ is dict for doc in docs):
+    if not _DICT.issuperset(map(type, docs)):
         docs = [doc if isinstance(doc, dict) else {} for doc in docs]
     names = dict.fromkeys(chain.from_iterable(docs))  # (the names, in order of first appearance)
-    return {name: list(map(methodcaller("get", name), docs)) for name in names}
+    return {name: list(map(dict.get, docs, repeat(name))) for name in names}
+
+
+def marked_fields(keys: Sequence[Sequence[str]], blobs: Sequence[Any]) -> dict[str, list[Any]] | None:
+    """Event rows (``keys``, stored ``blobs``) as columns, as :func:`fields_of` gives their documents,
+    when every one is stored behind :data:`MARK` (None otherwise): their bodies read as one JSON array."""
+    if not all(blob[:1] == MARK for blob in blobs):
+        return None
+    fields = fields_of(json_rows([blob[1:] for blob in blobs]))
+    for place, name in enumerate(_KEYED):
+        fields[name] = [key[place] for key in keys]
+    return fields

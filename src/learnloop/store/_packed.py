@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from learnloop.store._codec import gather
 from learnloop.store.base import Key
 
 __all__ = ["Bucket", "Row", "Snapshot"]
@@ -96,6 +97,41 @@ class Snapshot:
                 blob = data[start : rows[following] if following < len(rows) else len(data)]
             out.append((suffix, rows[2 * slot + 1], blob))
         return out
+
+    def columns(
+        self, last_after: str | None = None
+    ) -> tuple[list[list[str]], np.ndarray, np.ndarray, np.ndarray] | None:
+        """The rows in write order (by update sequence) as columns, read by numpy: per key part its
+        values, and the data as a uint8 array with each document's start and end; with ``last_after``,
+        only the rows whose key's last part is greater. None (then :meth:`entries`) when a key part
+        is 255 bytes or longer, or holds the byte 0x1F."""
+        data = np.frombuffer(self._data, dtype=np.uint8)
+        if not len(self._order):
+            return [[] for _ in range(self._width)], data, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        rows = np.frombuffer(self._rows, dtype=np.int64)
+        order = np.frombuffer(self._order, dtype=np.uint32).astype(np.int64)
+        offsets = rows[0::2]
+        following = order + 1
+        ends = np.where(following < len(offsets), offsets[np.minimum(following, len(offsets) - 1)], len(data))
+        by_seq = np.argsort(rows[1::2][order], kind="stable")
+        pos, ends = offsets[order][by_seq], ends[by_seq]
+        parts: list[list[str]] = []
+        for _ in range(self._width):
+            size = data[pos].astype(np.int64)
+            if (size == 0xFF).any():
+                return None
+            text = gather(data, pos + 1, pos + 1 + size, b"\x1f")
+            if text.count(b"\x1f") != len(pos) - 1:
+                return None
+            parts.append(text.decode("utf-8", "surrogatepass").split("\x1f"))
+            pos = pos + 1 + size
+        if last_after is not None:
+            keep = np.flatnonzero([last > last_after for last in parts[-1]])
+            if len(keep) < len(pos):
+                at = keep.tolist()
+                parts = [[part[k] for k in at] for part in parts]
+                pos, ends = pos[keep], ends[keep]
+        return parts, data, pos, ends
 
 
 class Bucket:

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from itertools import count as _counter
-from itertools import islice
+from itertools import islice, repeat
 from types import TracebackType
 from typing import Any, Literal
 
@@ -252,6 +252,14 @@ class MemoryStore:
         check_prefix(table, prefix)
         with self._lock:
             gathered = self._gather((table, app), _width(table), prefix, True, last_after)
+        if not gathered[0] and len(gathered[1]) == 1:  # one bucket: read as columns
+            head, snapshot = gathered[1][0]
+            found = snapshot.columns(last_after)
+            if found is not None:
+                parts, data, starts, ends = found
+                n = len(starts)
+                key_parts = [*(list(repeat(part, n)) for part in head), *parts]
+                return list(zip(*key_parts)), self._codec.decode_columns(data, starts, ends, key_parts)
         rows = _expand(gathered, last_after, True)
         rows.sort(key=lambda row: row[1])
         keys = [row[0] for row in rows]

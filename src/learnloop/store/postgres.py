@@ -41,6 +41,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from itertools import repeat
 from typing import Any, Literal
 
 try:
@@ -49,6 +50,8 @@ try:
 except ImportError as exc:
     raise ImportError("PostgreSQL support needs the 'postgres' extra: pip install 'learnloop[postgres]'") from exc
 
+from learnloop.store._codec import json_joined
+from learnloop.store._compact import fields_of
 from learnloop.store._layout import SCHEMA_VERSION, VERSION_KEY, rekeyed_sessions, version_doc
 from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc, json_doc
 
@@ -346,6 +349,36 @@ class PostgresStore:
                 (self._app(app), *params),
             ).fetchall()
         return iter([(tuple(row[:width]), decode_doc(row[4])) for row in rows])
+
+    def scan_fields(
+        self, table: str, app: str, prefix: Key = (), *, last_after: str | None = None
+    ) -> tuple[list[Key], dict[str, list[Any]]]:
+        """:meth:`scan` in write order as columns: the keys, and per field name each document's value
+        (None where it has none). The server joins the key parts and the documents in write order
+        into one row (no row object per document), and the JSON objects are parsed as one array a
+        few thousand at a time; documents that are not all JSON objects are read one by one."""
+        clause, params = self._where_prefix(table, prefix)
+        width = TABLES[table]
+        if last_after is not None:
+            clause += f" AND {_KEY_COLUMNS[width - 1]} > %s"
+            params = (*params, last_after)
+        free = _KEY_COLUMNS[len(prefix) : width]  # the key parts the prefix does not fix
+        joined = "".join(f", string_agg({column}, %s ORDER BY seq)" for column in free)
+        with self._conn() as conn:
+            row = conn.execute(
+                f"SELECT count(*), coalesce(bool_and(substr(v, 1, 1) = '\\x7b'::bytea), true){joined}, "
+                f"string_agg(v, %s ORDER BY seq) FROM {self._tables[table]} WHERE app = %s{clause}",
+                (*(["\x1f"] * len(free)), b",\n", self._app(app), *params),
+            ).fetchone()
+        assert row is not None  # (an aggregate answers one row)
+        n, objects, *parts, docs = row
+        if n and objects:
+            columns = [list(repeat(part, n)) for part in prefix] + [text.split("\x1f") for text in parts]
+            values = json_joined(docs, n) if all(len(column) == n for column in columns) else []
+            if len(values) == n:
+                return list(zip(*columns, strict=True)), fields_of(values)
+        rows = list(self.scan(table, app, prefix, order="seq", last_after=last_after))
+        return [key for key, _ in rows], fields_of([doc for _, doc in rows])
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         clause, params = self._where_prefix(table, prefix)

@@ -26,11 +26,10 @@ from os import PathLike
 from types import TracebackType
 from typing import Any, Literal
 
-from learnloop.store._codec import json_rows
-from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event, fields_of
+from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event, fields_of, marked_fields
 from learnloop.store._filelock import FileLock
 from learnloop.store._layout import SCHEMA_VERSION, VERSION_KEY, rekeyed_sessions, version_doc
-from learnloop.store._sqlite_sql import chunks, insert_statement, strings_only
+from learnloop.store._sqlite_sql import chunks, event_columns, insert_statement, strings_only
 from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc, json_doc
 
 __all__ = ["SQLiteStore"]
@@ -334,6 +333,11 @@ class SQLiteStore:
         value (None where it has none); the documents are read as one JSON array."""
         clause, params = self._where_prefix(table, prefix)
         width = TABLES[table]
+        if table == "events" and len(params) == 2 and self._utf8:  # a learner's events: one row of columns
+            with self._lock:
+                found = event_columns(self._conn, app, params, last_after)
+            if found is not None:
+                return found
         if last_after is not None:
             clause += f" AND {_KEY_COLUMNS[width - 1]} > ?"
             params = (*params, last_after)
@@ -342,13 +346,8 @@ class SQLiteStore:
                 f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ?{clause} ORDER BY seq", (app, *params)
             ).fetchall()
         keys = [row[:width] for row in rows]
-        blobs = [row[4] for row in rows]
-        if width == 4 and all(blob[:1] == MARK for blob in blobs):  # events without their keys' fields
-            fields = fields_of(json_rows([blob[1:] for blob in blobs]))
-            for place, name in enumerate(("user_id", "catalog_id", "item_id", "timestamp")):
-                fields[name] = [key[place] for key in keys]
-            return keys, fields
-        return keys, fields_of([decode_event(row, row[4]) for row in rows])
+        fields = marked_fields(keys, [row[4] for row in rows]) if width == 4 else None
+        return keys, fields if fields is not None else fields_of([decode_event(row, row[4]) for row in rows])
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         clause, params = self._where_prefix(table, prefix)

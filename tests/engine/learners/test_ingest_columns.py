@@ -245,9 +245,9 @@ def near_canonical(draw: Any) -> str:
 @settings(max_examples=500, deadline=None)
 @given(st.lists(near_canonical(), min_size=1, max_size=3))
 def test_stamps_read_as_a_table_are_read_as_the_models_read_them(stamps: list[str]) -> None:
-    from learnloop.engine.learners.batch import _canonical_ms
+    from learnloop.engine.learners.batch import canonical_ms
 
-    ms = _canonical_ms(stamps)
+    ms = canonical_ms(stamps)
     if ms is not None:
         for stamp, value in zip(stamps, ms.tolist(), strict=True):
             (model,) = plain_events([{"type": "skip", "item_id": "q0", "catalog_id": "c1", "timestamp": stamp}])

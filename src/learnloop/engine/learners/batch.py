@@ -19,16 +19,17 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import reduce
 from itertools import repeat
-from operator import itemgetter
-from typing import Annotated, Any, Literal, NotRequired
+from operator import getitem, itemgetter, or_
+from typing import Annotated, Any, NotRequired, get_args
 
 import numpy as np
 import pydantic
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
-from learnloop._types import Identifier, IntArray
+from learnloop._types import IntArray
 from learnloop._validation import describe_validation_error
 from learnloop.content import CatalogIndex
 from learnloop.errors import ValidationError
@@ -41,14 +42,20 @@ from learnloop.events import (
     Interaction,
     PlainEvent,
     SkipEvent,
-    TimeSpentMs,
     Timestamp,
-    Unit,
     ViewTheoryEvent,
     format_timestamp,
 )
 
-__all__ = ["ContextEvents", "EventBatch", "PlainEvents", "context_events", "kind_problem", "plain_events"]
+__all__ = [
+    "ContextEvents",
+    "EventBatch",
+    "PlainEvents",
+    "canonical_ms",
+    "context_events",
+    "kind_problem",
+    "plain_events",
+]
 
 #: the events ``Engine.upsert_events`` takes: models, or mappings of their fields
 PlainEvents = Iterable[AttemptEvent | SkipEvent | ViewTheoryEvent | Mapping[str, Any]]
@@ -112,39 +119,23 @@ def _misfits(index: CatalogIndex) -> tuple[frozenset[str], frozenset[str]]:
 _FORBID = ConfigDict(extra="forbid")
 
 
-class _Attempt(TypedDict):
-    __pydantic_config__ = _FORBID  # type: ignore[misc]
-    type: Literal["attempt"]
-    item_id: Identifier
-    topic_id: NotRequired[Identifier | None]
-    catalog_id: Identifier
-    timestamp: Any
-    score: NotRequired[Unit | None]
-    time_spent_ms: NotRequired[TimeSpentMs | None]
+def _plain_fields(model: type[pydantic.BaseModel]) -> Any:
+    """A TypedDict of ``model``'s fields with their types and constraints (the timestamp taken
+    as it is, to be checked apart), the optional ones not required: derived from the model, so
+    that a field added to it is read here too."""
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        kind: Any = Any if name == "timestamp" else info.annotation
+        if info.metadata and name != "timestamp":
+            kind = getitem(Annotated, (kind, *info.metadata))
+        fields[name] = kind if info.is_required() else getitem(NotRequired, kind)
+    return with_config(_FORBID)(TypedDict(f"_{model.__name__}Fields", fields))  # type: ignore[operator]
 
 
-class _Skip(TypedDict):
-    __pydantic_config__ = _FORBID  # type: ignore[misc]
-    type: Literal["skip"]
-    item_id: Identifier
-    topic_id: NotRequired[Identifier | None]
-    catalog_id: Identifier
-    timestamp: Any
-
-
-class _ViewTheory(TypedDict):
-    __pydantic_config__ = _FORBID  # type: ignore[misc]
-    type: Literal["view_theory"]
-    item_id: Identifier
-    topic_id: NotRequired[Identifier | None]
-    catalog_id: Identifier
-    timestamp: Any
-    time_spent_ms: NotRequired[TimeSpentMs | None]
-    fraction_completed: NotRequired[Unit | None]
-
-
+_MODELS: tuple[type[pydantic.BaseModel], ...] = (AttemptEvent, SkipEvent, ViewTheoryEvent)
+#: the plain events as dicts of their fields, told apart by their type
 _FIELDS: TypeAdapter[list[Any]] = TypeAdapter(
-    list[Annotated[_Attempt | _Skip | _ViewTheory, Field(discriminator="type")]]
+    list[getitem(Annotated, (reduce(or_, map(_plain_fields, _MODELS)), Field(discriminator="type")))]  # type: ignore[misc, arg-type]
 )
 _TIMESTAMP: TypeAdapter[datetime] = TypeAdapter(Timestamp)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -161,7 +152,7 @@ _AT = np.array([4, 7, 10, 13, 16, 19, 23])
 _MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
 
 
-def _canonical_ms(raw: list[Any]) -> IntArray | None:
+def canonical_ms(raw: list[Any]) -> IntArray | None:
     """Milliseconds since the epoch of timestamps all in the canonical form (None otherwise,
     or when one falls outside the safe span): checked and read as a table of bytes."""
     if set(map(type, raw)) != {str} or set(map(len, raw)) != {24}:
@@ -195,14 +186,13 @@ def _canonical_ms(raw: list[Any]) -> IntArray | None:
     return ms
 
 
-#: per kind: the fields an event must have, and those it may have
+#: per kind: the fields an event must have, and those it may have (the models')
 _NAMES = {
-    kind: (frozenset({"type", "item_id", "catalog_id", "timestamp"}), frozenset({"topic_id", *more}))
-    for kind, more in (
-        ("attempt", ("score", "time_spent_ms")),
-        ("skip", ()),
-        ("view_theory", ("time_spent_ms", "fraction_completed")),
+    get_args(model.model_fields["type"].annotation)[0]: (
+        frozenset(name for name, info in model.model_fields.items() if info.is_required()),
+        frozenset(name for name, info in model.model_fields.items() if not info.is_required()),
     )
+    for model in _MODELS
 }
 #: identifiers, each followed by a newline (which no identifier holds)
 _IDENTIFIERS = re.compile(r"(?:[a-zA-Z0-9_\-:]{1,128}\n)*")
@@ -334,7 +324,7 @@ class EventBatch:
                 return None
             columns = _columns(rows)
             raw = list(map(itemgetter("timestamp"), rows))
-        ms = _canonical_ms(raw)
+        ms = canonical_ms(raw)
         moments = None
         if ms is None:
             try:

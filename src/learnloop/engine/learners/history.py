@@ -7,7 +7,8 @@ result, :class:`History`, is in time order (events sharing a timestamp in
 posting order), as :meth:`Tracker.history` orders interactions, and holds what
 :meth:`LearnerModel.update_columns` applies. An event whose item left the
 catalog keeps its place with the position -1 (it counts for the time of the
-latest event, and is not applied).
+latest event, and is not applied). :func:`of_batch` makes the same history of
+a posted batch's rows straight from its columns (a bulk import applied in the write).
 """
 
 from __future__ import annotations
@@ -19,17 +20,20 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 
+from learnloop._types import IntArray
 from learnloop.engine import records
+from learnloop.engine.learners.batch import EventBatch, canonical_ms
 from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.events import Interaction, format_timestamp, parse_timestamp
 from learnloop.store import Store
 from learnloop.tracing.learner import EventColumns
 
-__all__ = ["History", "read"]
+__all__ = ["History", "of_batch", "of_interactions", "read"]
 
 _KINDS = {"attempt": 1, "skip": 2, "view_theory": 3}
 
@@ -51,7 +55,9 @@ class History:
         if isinstance(rows, slice):
             return History(self.item_ids[rows], self.stamps[rows], self.columns.take(rows))
         at = rows.tolist()
-        return History([self.item_ids[k] for k in at], [self.stamps[k] for k in at], self.columns.take(rows))
+        return History(
+            list(map(self.item_ids.__getitem__, at)), list(map(self.stamps.__getitem__, at)), self.columns.take(rows)
+        )
 
     def after(self, epoch: float) -> History:
         """The events later than ``epoch`` (seconds)."""
@@ -79,21 +85,53 @@ def of_interactions(catalog: CatalogModel, interactions: Sequence[Interaction]) 
     return History(fields["item_id"], [i.stamp for i in interactions], _columns(catalog, fields, epochs))
 
 
+def of_batch(catalog: CatalogModel, batch: EventBatch, topics: Sequence[str], rows: IntArray) -> History:
+    """The events at ``rows`` of a posted batch (``topics``: each row's topic; the rows in posting
+    order) as a history in time order, read from the batch's columns: the same history as
+    :func:`of_interactions` gives of the same events made interactions and put in time order."""
+    at = rows.tolist()
+    n = len(at)
+    everything = n == len(batch) and at == list(range(n))
+
+    def take(column: Sequence[Any]) -> list[Any]:
+        return list(column) if everything else [column[k] for k in at]
+
+    fields: dict[str, list[Any]] = {
+        "kind": take(batch.kinds),
+        "item_id": take(batch.items),
+        "topic_id": take(topics),
+        "score": take(batch.scores),
+        "time_spent_ms": take(batch.times),
+        "fraction_completed": take(batch.fractions),
+        "practice": [True] * n,
+    }
+    history = History(fields["item_id"], take(batch.stamps), _columns(catalog, fields, batch.epochs()[rows]))
+    ts = history.columns.ts
+    if n < 2 or bool((ts[1:] >= ts[:-1]).all()):
+        return history
+    return history.take(np.argsort(ts, kind="stable"))
+
+
 def merged(catalog: CatalogModel, history: History, group: Iterable[Interaction], after: float) -> History:
     """``history`` with ``group`` (about to be written; later than ``after``) in: an event of the
     group replaces the stored one of its key, and goes after the stored ones of its time."""
     group = list(group)
     replaced = {i.key[2:] for i in group}
-    kept = np.flatnonzero([key not in replaced for key in zip(history.item_ids, history.stamps, strict=True)])
+    # (a stored event of a replaced key is at one of the group's times: only those are looked at)
+    near = np.flatnonzero(np.isin(history.columns.ts, [i.epoch for i in group])).tolist()
+    gone = [k for k in near if (history.item_ids[k], history.stamps[k]) in replaced]
     added = of_interactions(catalog, [i for i in group if i.epoch > after])
-    stored = history.take(kept)
+    stored = history.take(np.delete(np.arange(len(history)), gone)) if gone else history
     both = History(stored.item_ids + added.item_ids, stored.stamps + added.stamps, stored.columns.joined(added.columns))
     return both.take(np.argsort(both.columns.ts, kind="stable"))
 
 
 def _epochs(stamps: Sequence[str]) -> np.ndarray:
     """Epoch seconds of stored stamps, as :attr:`Interaction.epoch` gives them."""
-    if all(len(s) == 24 and s[-1] == "Z" for s in stamps):  # canonical: '2025-01-01T00:00:00.000Z'
+    ms = canonical_ms(list(stamps)) if stamps else None  # canonical: '2025-01-01T00:00:00.000Z', read as a table
+    if ms is not None:
+        return ms / 1000.0
+    if all(len(s) == 24 and s[-1] == "Z" for s in stamps):  # canonical, at the edges of the range
         try:
             ms = np.array([s[:-1] for s in stamps], dtype="datetime64[ms]").astype(np.int64)
         except ValueError:
@@ -110,6 +148,8 @@ def _made(catalog: CatalogModel, fields: dict[str, list[Any]], after: float) -> 
     epochs = _epochs(stamps)
     given = {name: fields.get(name, [None] * n) for name in _FIELDS}
     history = History(given["item_id"], stamps, _columns(catalog, given, epochs))
+    if n and epochs[0] > after and bool((epochs[1:] >= epochs[:-1]).all()):
+        return history  # (stored in time order, all later than ``after``: as it is)
     later = np.flatnonzero(epochs > after)
     return history.take(later[np.argsort(epochs[later], kind="stable")])
 
@@ -148,13 +188,23 @@ def _columns(catalog: CatalogModel, fields: dict[str, list[Any]], epochs: np.nda
             position = index.position(pair[0])
         where[pair] = -1 if position is None else position
     n = epochs.shape[0]
+    practice = fields["practice"]
     return EventColumns(
-        np.array([where[pair] for pair in zip(fields["item_id"], fields["topic_id"], strict=True)], dtype=np.intp),
-        np.array([_KINDS.get(k, 0) for k in fields["kind"]], dtype=np.int8),
+        np.array(list(map(where.__getitem__, zip(fields["item_id"], fields["topic_id"], strict=True))), dtype=np.intp),
+        np.array(list(map(_KINDS.get, fields["kind"], repeat(0))), dtype=np.int8),
         epochs,
-        np.array([np.nan if s is None else s for s in fields["score"]], dtype=np.float64),
+        _floats(fields["score"]),
         np.full(n, -1, dtype=np.intp),
         np.array([t or 0 for t in fields["time_spent_ms"]], dtype=np.int64),
-        np.array([np.nan if f is None else f for f in fields["fraction_completed"]], dtype=np.float64),
-        np.array([p is not False for p in fields["practice"]], dtype=bool),
+        _floats(fields["fraction_completed"]),
+        np.ones(n, dtype=bool) if False not in practice else np.array([p is not False for p in practice], dtype=bool),
     )
+
+
+def _floats(values: list[Any]) -> np.ndarray:
+    """Numbers as float64, None as NaN."""
+    if values.count(None) == len(values):
+        return np.full(len(values), np.nan)
+    if set(map(type, values)) <= {float, int, type(None)}:
+        return np.array(values, dtype=np.float64)  # (numpy reads None as NaN)
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)

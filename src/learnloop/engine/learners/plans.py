@@ -22,7 +22,9 @@ import numpy as np
 from learnloop._types import IntArray
 from learnloop.engine import records
 from learnloop.engine.learners.batch import EventBatch
+from learnloop.engine.learners.history import History, of_batch
 from learnloop.engine.learners.revisions import Revision, RevisionMemo
+from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.events import Interaction
 from learnloop.store import Store
 from learnloop.store.base import Columns, Doc, Key
@@ -51,6 +53,10 @@ class Plan:
 
     def rows(self) -> Iterable[tuple[Key, Doc]]:
         return [(i.key, i.to_doc()) for i in self.changed]
+
+    def groups(self) -> dict[Learner, list[Interaction]]:
+        """The changed interactions of each learner (as :meth:`BatchPlan.groups` gives rows)."""
+        return self.by_learner
 
     def spans(self) -> dict[Learner, tuple[float, float]]:
         """The earliest and latest time of each learner's changed events."""
@@ -100,16 +106,26 @@ class BatchPlan:
     def spans(self) -> dict[Learner, tuple[float, float]]:
         return self.spans_
 
-    def for_learners(self, learners: Iterable[Learner]) -> Plan:
-        """The plan of these learners' events as interactions (to bring cached states along)."""
-        wanted = set(learners)
-        by_learner: dict[Learner, list[Interaction]] = {}
-        for row in self.changed.tolist() if wanted else ():
-            learner = (self.user_id, self.batch.catalogs[row])
-            if learner in wanted:
-                interaction = self.batch.interaction(row, user_id=self.user_id, topic_id=self.topics[row])
-                by_learner.setdefault(learner, []).append(interaction)
-        return Plan([], self.new, by_learner, self.rewrites & wanted, self.revisions, self.read)
+    def groups(self) -> dict[Learner, IntArray]:
+        """The rows of ``changed`` of each learner (in the order of ``changed``)."""
+        catalogs = self.batch.catalogs
+        if not len(self.changed):
+            return {}
+        if catalogs.count(catalogs[0]) == len(catalogs):
+            return {(self.user_id, catalogs[0]): self.changed}
+        codes = np.array([catalogs[r] for r in self.changed.tolist()], dtype=object)
+        names = dict.fromkeys(codes.tolist())
+        return {(self.user_id, name): self.changed[codes == name] for name in names}
+
+    def interactions(self, rows: IntArray) -> list[Interaction]:
+        """The events at ``rows`` of the batch as interactions, in that order."""
+        batch, topics, user = self.batch, self.topics, self.user_id
+        return [batch.interaction(row, user_id=user, topic_id=topics[row]) for row in rows.tolist()]
+
+    def history(self, catalog: CatalogModel, rows: IntArray) -> History:
+        """The events at ``rows`` of the batch (one learner's, in posting order) as a history in
+        time order, made from the batch's columns (no interaction per event)."""
+        return of_batch(catalog, self.batch, self.topics, rows)
 
 
 def _revisions(

@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -417,14 +418,11 @@ class Tracker:
         entries are installed with :meth:`install` once the write has committed.
         """
         wanted = set(compute)
-        if isinstance(plan, BatchPlan):  # interactions made for the learners it can change only
-            plan = plan.for_learners(
-                k
-                for k in plan.spans()
-                if k in wanted or self._get((app, *k)) is not None or (eager and plan.revisions.get(k, _NONE).rev == 0)
-            )
+        # a batch's events stay rows of its columns until a learner needs them (most need nothing now)
+        batch = plan if isinstance(plan, BatchPlan) else None
+        groups: Mapping[tuple[str, str], Any] = plan.groups()
         out: dict[tuple[str, str, str], LearnerEntry] = {}
-        for (user, catalog_id), group in plan.by_learner.items():
+        for (user, catalog_id), group in groups.items():
             catalog = catalogs(catalog_id)
             key = (app, user, catalog_id)
             stored = plan.revisions.get((user, catalog_id), _NONE)
@@ -443,14 +441,23 @@ class Tracker:
             rewrite = (user, catalog_id) in plan.rewrites
             if not rewrite and not base.pending and base.dirty_from is None and now:
                 # (a step, a bulk import) the events go after the current state's: applied to it at once
-                ordered = _order(group) if len(group) > 1 else group
-                low = ordered[0].epoch
+                ordered: Sequence[Interaction] | History
+                if batch is not None and len(group) >= COLUMNS_RUN:  # as columns, made from the batch's
+                    ordered = batch.history(catalog, group)
+                    low = float(ordered.columns.ts[0])
+                else:
+                    if batch is not None:
+                        group = batch.interactions(group)
+                    ordered = _order(group) if len(group) > 1 else group
+                    low = ordered[0].epoch
                 if low >= base.latest:
                     checkpoints = base.checkpoints
                     if checkpoints and checkpoints[-1].latest >= low:
                         checkpoints = tuple(c for c in checkpoints if c.latest < low)
                     out[key] = self._apply(catalog, base, ordered, checkpoints, revision + 1)
                     continue
+            if batch is not None and not isinstance(group, list):
+                group = batch.interactions(group)
             dirty = base.dirty_from
             if rewrite:
                 low = min(i.epoch for i in group)
