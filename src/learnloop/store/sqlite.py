@@ -135,10 +135,12 @@ class SQLiteStore:
         self._forget()
 
     # -- transactions ---------------------------------------------------------
-    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> AbstractContextManager[None]:
+    def atomic(
+        self, *, learners: Iterable[tuple[str, str]] | None = None, reads: Iterable[tuple[str, str, Key]] = ()
+    ) -> AbstractContextManager[None]:
         """One transaction; a nested block is a savepoint that a raise rolls back alone.
 
-        ``learners`` changes nothing: SQLite has one writer at a time (``BEGIN IMMEDIATE``)."""
+        ``learners`` and ``reads`` change nothing: one writer at a time (``BEGIN IMMEDIATE``), reads in process."""
         return _Transaction(self)
 
     def _begin(self) -> None:

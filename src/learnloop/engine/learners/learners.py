@@ -115,6 +115,7 @@ class Learners:
         catalogs: Callable[[str], CatalogModel],
         *,
         step: tuple[str, CatalogModel] | None = None,
+        reads: Sequence[records.Row] = (),
     ) -> Iterator[Ingestion]:
         """Store ``events`` and bring the learners' states along: the body of the ``with`` block
         runs inside the transaction that writes them, after the write, for the caller's own
@@ -126,7 +127,9 @@ class Learners:
         learner's state is brought up to date and the events applied *before* the
         transaction (a late event replays from a checkpoint there, holding up nobody else),
         and the write checks that no other process wrote the learner meanwhile (if one did,
-        it is planned again inside). ``catalogs`` gives each catalog's model.
+        it is planned again inside): a state cached in this process is trusted until that
+        check. ``catalogs`` gives each catalog's model; ``reads`` are rows the body will read
+        (``store.atomic(reads=...)``).
         """
         if step is not None:
             learners = [(step[0], step[1].index.catalog_id)]
@@ -138,13 +141,15 @@ class Learners:
             current: LearnerEntry | None = None
             entries: dict[tuple[str, str, str], LearnerEntry] | None = None
             if step is not None:
-                current = self.tracker.state(app, step[0], step[1])
+                current = self.tracker.state(app, step[0], step[1], trust=True)
                 learner = learners[0]
                 latest = {learner: current.latest} if current.current else None
                 plan = self._plan(app, events, revisions={learner: current.revision}, latest=latest)
                 entries = self.tracker.advance(app, plan, catalogs, compute=learners)
+                if plan.spans():  # (the write reads the learner's revision to check it)
+                    reads = [records.revision_row(app, learner), *reads]
             # (a store with writers in parallel runs this beside other learners' transactions)
-            with self.store.atomic(learners={(app, user) for user, _ in learners}):
+            with self.store.atomic(learners={(app, user) for user, _ in learners}, reads=reads):
                 if step is None:
                     plan = self._plan(app, events)
                     self.tracker.write(app, plan)

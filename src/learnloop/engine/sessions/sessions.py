@@ -281,7 +281,13 @@ class Sessions:
         # the learner's state is brought up to date (and the new events applied, replaying from a
         # checkpoint when they are late) before the transaction, so that the store is held only for
         # the writes and the recommendation
-        with self.learners.ingest(app, interactions, lambda c: model, step=(spec.user_id, model)) as ingestion:
+        with self.learners.ingest(
+            app,
+            interactions,
+            lambda c: model,
+            step=(spec.user_id, model),
+            reads=[records.session_row(app, user_id, session_id)],
+        ) as ingestion:
             session, written, blocks = self._stored_session(app, user_id, session_id)
             plan = ingestion.plan
             entry = ingestion.entry(spec.user_id, spec.catalog_id)
