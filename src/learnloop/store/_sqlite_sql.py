@@ -1,4 +1,4 @@
-"""SQL the SQLite store writes rows with: multi-row INSERT statements by their shape, and their sizes."""
+"""SQL the SQLite store reads and writes rows with: by key, and multi-row INSERT statements by their shape and sizes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,18 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from itertools import repeat
 
-__all__ = ["chunks", "insert_statement", "strings_only"]
+from learnloop.store.base import TABLES
+
+__all__ = ["INSERT", "PADS", "SELECT", "chunks", "insert_statement", "strings_only"]
+
+#: the empty key parts after a key of each width
+PADS = [("",) * (4 - width) for width in range(5)]
+#: one row by key, and one row written, of each table
+SELECT = {table: f"SELECT v FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?" for table in TABLES}
+INSERT = {
+    table: f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    for table in TABLES
+}
 
 
 def strings_only(part: Sequence[str]) -> bool:
