@@ -409,14 +409,22 @@ class PostgresStore:
             latest[params] = encode_doc(doc)
         if not latest:
             return
-        # numbered from the sequence in the order given (volatile outputs are computed after the sort)
+        upsert = "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v"
         with self._write(table) as conn:
+            if len(latest) == 1:  # (a step's rows: parameters, not arrays, which cost more to send)
+                [(params, blob)] = latest.items()
+                conn.execute(
+                    f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
+                    f"VALUES (%s, %s, %s, %s, %s, nextval('{self._seq}'), %s) {upsert}",
+                    (app, *params, blob),
+                )
+                return
+            # numbered from the sequence in the order given (volatile outputs are computed after the sort)
             conn.execute(
                 f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
                 f"SELECT %s, k1, k2, k3, k4, nextval('{self._seq}'), v "
                 "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[]) "
-                "WITH ORDINALITY AS r(k1, k2, k3, k4, v, n) ORDER BY n "
-                "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v",
+                f"WITH ORDINALITY AS r(k1, k2, k3, k4, v, n) ORDER BY n {upsert}",
                 (app, *_columns(latest), list(latest.values())),
             )
 
