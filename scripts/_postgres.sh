@@ -24,9 +24,12 @@ if [ -z "${LEARNLOOP_TEST_POSTGRES:-}" ]; then
     }
     trap _learnloop_pg_stop EXIT
     pg_as "$PG_BIN/initdb" -D "$PG_DIR/data" -U "$PG_USER" -A trust -E UTF8 --locale=C --no-sync >"$PG_DIR/initdb.log"
-    # a test server: no TCP, no fsync (the tests kill clients, never the server)
+    # a test server: no TCP, no fsync (the tests kill clients, never the server); with
+    # LEARNLOOP_POSTGRES_DURABLE=1 (benchmarks) PostgreSQL's own durable defaults: fsync, synchronous commits
+    PG_SYNC="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    [ "${LEARNLOOP_POSTGRES_DURABLE:-0}" = 1 ] && PG_SYNC=""
     pg_as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 start \
-        -o "-k $PG_DIR -c listen_addresses= -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+        -o "-k $PG_DIR -c listen_addresses= -c max_connections=200 $PG_SYNC" \
         >/dev/null
     export LEARNLOOP_TEST_POSTGRES="postgresql://$PG_USER@/postgres?host=$PG_DIR"
     echo "== PostgreSQL $("$PG_BIN/postgres" --version | grep -o "[0-9][0-9.]*" | head -n 1) on $PG_DIR"

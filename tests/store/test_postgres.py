@@ -286,6 +286,57 @@ def test_two_processes_see_each_others_writes_and_refresh_cached_states(
         engine.close()
 
 
+@pytest.mark.parametrize("kind", ["postgres", "sqlite"])
+def test_a_step_on_a_state_another_engine_wrote_since_is_planned_again(
+    kind: str, postgres_database: Callable[[], str], tmp_path: Path
+) -> None:
+    """A step trusts the learner state its engine cached and checks it in its write: when another
+    engine (process) stepped the learner meanwhile, the step is planned again from the store."""
+    url = postgres_database() if kind == "postgres" else str(tmp_path / "shared.db")
+    with Engine.open(url, seed=1) as first, Engine.open(url, seed=1) as second:
+        cid, _ = _course(first)
+        context = first.create_session({"user_id": "u", "catalog_id": cid, **LEARN})
+        rec = first.adaptive_step(context).recommendation
+        for seconds, engine in ((60, first), (120, second), (180, first), (240, second), (300, first)):
+            assert rec is not None
+            answer = {"type": "attempt", "timestamp": _stamp(seconds), "score": float(seconds % 120 == 0)}
+            step = engine.adaptive_step(context, [answer | {"recommendation_context": rec.recommendation_context}])
+            rec = step.recommendation
+        with Engine.open(url, seed=1) as fresh:
+            assert fresh.user_status("u", cid, [{}]) == first.user_status("u", cid, [{}])
+            assert fresh.learner_view("u", cid).attempts.sum() == first.learner_view("u", cid).attempts.sum() == 5
+            assert step.user_status == fresh.user_status("u", cid, [{}])[0]
+
+
+def test_a_step_reads_its_session_and_revision_with_its_locks(
+    postgres_database: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adaptive step's reads inside its transaction are one statement, sent with the locks."""
+    with Engine.open(postgres_database(), seed=1) as engine:
+        cid, _ = _course(engine)
+        context = engine.create_session({"user_id": "u", "catalog_id": cid, **LEARN})
+        rec = engine.adaptive_step(context).recommendation
+        sent: list[str] = []
+        execute = psycopg.Connection.execute
+
+        def counted(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+            sent.append(query.decode() if isinstance(query, bytes) else str(query))
+            return execute(self, query, *args, **kwargs)
+
+        monkeypatch.setattr(psycopg.Connection, "execute", counted)
+        for seconds in (60, 120):
+            assert rec is not None
+            answer = {"type": "attempt", "timestamp": _stamp(seconds), "score": 1.0}
+            rec = engine.adaptive_step(context, [answer | {"recommendation_context": rec.recommendation_context}])
+            rec = rec.recommendation
+        begun = [k for k, q in enumerate(sent) if q.startswith("BEGIN")]
+        assert len(begun) == 2
+        reads = [q for q in sent[begun[-1] :] if q.startswith("SELECT") and "pg_advisory" not in q]
+        assert len(reads) == 1 and '"learners"' in reads[0] and '"sessions"' in reads[0]
+        between = sent[sent.index("COMMIT", begun[0]) + 1 : begun[1]]  # the second step, before its transaction
+        assert not [q for q in between if '"learners"' in q or '"sessions"' in q]  # the cached state trusted
+
+
 # -- writers killed mid-write ---------------------------------------------------------------------------
 BATCH = 25
 KILLS = 20

@@ -83,3 +83,29 @@ def test_a_file_that_is_not_a_database_leaves_nothing_open(tmp_path: Path) -> No
     with pytest.raises(Exception, match="not a database"):
         SQLiteStore(path)
     assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+def test_the_log_is_checkpointed_by_the_stores_thread_not_by_a_commit(tmp_path: Path) -> None:
+    """Commits leave the WAL to the store's checkpoint thread: the database file grows while
+    the automatic checkpoint (at 10,000 pages) has not been reached."""
+    from learnloop.store._checkpoint import AUTOCHECKPOINT_PAGES, Checkpointer
+
+    path = tmp_path / "wal.db"
+    store = SQLiteStore(path)
+    try:
+        store._checkpoints = Checkpointer(str(path), every=2)
+        before = path.stat().st_size
+        for k in range(2):
+            store.put_many("items", "app", [((f"{k}-{n}",), {"text": "x" * 1000}) for n in range(100)])
+        assert 2 * 100 * 1000 < AUTOCHECKPOINT_PAGES * 4096  # (far below the automatic checkpoint)
+        deadline = time.monotonic() + 60
+        while path.stat().st_size <= before:
+            assert time.monotonic() < deadline, "the log was never checkpointed"
+            time.sleep(0.01)
+    finally:
+        store.close()
+    again = SQLiteStore(path)
+    try:
+        assert again.count("items", "app") == 200
+    finally:
+        again.close()

@@ -272,6 +272,29 @@ def test_nested_atomic_that_raises_undoes_its_own_writes_only(store: Store) -> N
     assert store.get("items", "app", ("old",)) == {"v": 0}
 
 
+def test_rows_named_to_read_answer_as_plain_reads(store: Store) -> None:
+    """``atomic(reads=...)`` is a hint: each read in the block answers what it would without it,
+    a row written in the block included, read once or twice, present or not."""
+    store.put_many("learners", "app", [(("u", "c"), {"rev": 1})])
+    store.put_many("sessions", "app", [(("u", "s"), {"n": 1})])
+    rows = [("learners", "app", ("u", "c")), ("sessions", "app", ("u", "s")), ("sessions", "app", ("u", "none"))]
+    with store.atomic(learners=[("app", "u")], reads=rows):
+        assert store.get("sessions", "app", ("u", "none")) is None
+        assert store.get("learners", "app", ("u", "c")) == {"rev": 1}
+        assert store.get("learners", "app", ("u", "c")) == {"rev": 1}
+        store.put_many("sessions", "app", [(("u", "s"), {"n": 2}), (("u", "none"), {"n": 0})])
+        assert store.get("sessions", "app", ("u", "s")) == {"n": 2}
+        assert store.get("sessions", "app", ("u", "none")) == {"n": 0}
+    with pytest.raises(Boom), store.atomic(learners=[("app", "u")], reads=rows[:1]):
+        store.delete_many("learners", "app", [("u", "c")])
+        assert store.get("learners", "app", ("u", "c")) is None
+        raise Boom
+    with store.atomic(reads=[("learners", "other", ("u", "c"))]):  # another application's row
+        assert store.get("learners", "other", ("u", "c")) is None
+        assert store.get("learners", "app", ("u", "c")) == {"rev": 1}
+    assert store.get("sessions", "app", ("u", "s")) == {"n": 2}
+
+
 def test_a_failing_write_outside_a_block_changes_nothing(store: Store) -> None:
     with pytest.raises(ValueError):
         store.delete_many("items", "app", [("a",), ("too", "wide")])

@@ -37,6 +37,7 @@ from learnloop.store.base import Doc, Key, json_doc
 __all__ = [
     "CHANGES_KEY",
     "Learner",
+    "Row",
     "block_key",
     "calibration",
     "catalog",
@@ -69,16 +70,20 @@ __all__ = [
     "put_revisions",
     "put_session",
     "revision",
+    "revision_row",
     "revisions",
     "scan_annotations",
     "scan_documents",
     "scan_items",
     "session",
     "session_blocks",
+    "session_row",
     "session_user",
 ]
 
 Learner = tuple[str, str]
+#: a row of a table: ``(table, application, key)``
+Row = tuple[str, str, Key]
 #: the key of the changes document in the ``meta`` table
 CHANGES_KEY: Key = ("content_changes",)
 _VERSION_KEY: Key = ("content_version",)
@@ -280,6 +285,11 @@ def revision(store: Store, app: str, learner: Learner) -> Doc | None:
     return store.get("learners", app, learner)
 
 
+def revision_row(app: str, learner: Learner) -> Row:
+    """Where :func:`revision` reads (for ``store.atomic(reads=...)``)."""
+    return ("learners", app, learner)
+
+
 def revisions(store: Store, app: str, learners: Iterable[Learner]) -> dict[Key, Doc]:
     return store.get_many("learners", app, learners)
 
@@ -297,6 +307,11 @@ def block_key(user_id: str, session_id: str, block: int) -> Key:
 def session(store: Store, app: str, user_id: str, session_id: str) -> Doc | None:
     """A session document, keyed under its user (the learner's data travel together: Citus co-location)."""
     return store.get("sessions", app, (user_id, session_id))
+
+
+def session_row(app: str, user_id: str, session_id: str) -> Row:
+    """Where :func:`session` reads (for ``store.atomic(reads=...)``)."""
+    return ("sessions", app, (user_id, session_id))
 
 
 def session_user(store: Store, app: str, session_id: str) -> str | None:

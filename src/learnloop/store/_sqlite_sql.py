@@ -1,5 +1,5 @@
-"""SQL the SQLite store writes rows with (multi-row INSERT statements by their shape, and their
-sizes), and reads a learner's events with as columns."""
+"""SQL the SQLite store reads and writes rows with: by key, multi-row INSERT statements by their shape and
+sizes, and a learner's events read as columns."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import numpy as np
 
 from learnloop.store._codec import json_joined
 from learnloop.store._compact import fields_of
-from learnloop.store.base import Key
+from learnloop.store.base import TABLES, Key
 
-__all__ = ["chunks", "event_columns", "insert_statement", "strings_only"]
+__all__ = ["INSERT", "PADS", "SELECT", "chunks", "event_columns", "insert_statement", "strings_only"]
 
 #: one row of a learner's events, in key order (no sort in SQL: the sequence numbers come along), one
 #: aggregate reading them all in the same order: their count, how many are not stored behind the mark
@@ -26,6 +26,14 @@ _EVENT_COLUMNS = (
     "group_concat(k4, char(31)), group_concat(seq), CAST(group_concat(substr(v, 2), ',' || char(10)) AS BLOB) "
     "FROM events WHERE app = ? AND k1 = ? AND k2 = ?{}"
 )
+#: the empty key parts after a key of each width
+PADS = [("",) * (4 - width) for width in range(5)]
+#: one row by key, and one row written, of each table
+SELECT = {table: f"SELECT v FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?" for table in TABLES}
+INSERT = {
+    table: f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    for table in TABLES
+}
 
 
 def strings_only(part: Sequence[str]) -> bool:

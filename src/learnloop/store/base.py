@@ -273,14 +273,22 @@ def decode_doc(blob: bytes) -> Doc:
 class Store(Protocol):
     """Persistence seam of the engine; see :class:`MemoryStore` and :class:`SQLiteStore`."""
 
-    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> AbstractContextManager[None]:
+    def atomic(
+        self,
+        *,
+        learners: Iterable[tuple[str, str]] | None = None,
+        reads: Iterable[tuple[str, str, Key]] = (),
+    ) -> AbstractContextManager[None]:
         """All writes in the block are applied together, or none if it raises.
 
         ``learners``: the ``(application, user)`` pairs whose data alone (events, revisions,
         sessions) the block writes. A store whose writers otherwise run one at a time may then
         run it beside blocks for other learners (PostgreSQL does); None: the block may write
-        anything (content, settings) and runs alone. A nested block is a savepoint within the
-        outer block's scope."""
+        anything (content, settings) and runs alone. ``reads``: ``(table, application, key)``
+        rows the block will :meth:`get`, a hint: a store that pays a round trip per statement
+        may read them with the statements that open the block (PostgreSQL does); the block's
+        reads answer the same either way. A nested block is a savepoint within the outer
+        block's scope."""
         ...
 
     def get(self, table: str, app: str, key: Key) -> Doc | None: ...

@@ -182,8 +182,10 @@ class MemoryStore:
         return flat, []
 
     # -- transactions -------------------------------------------------------------------
-    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> AbstractContextManager[None]:
-        """One block under the store's lock (``learners`` changes nothing: one writer at a time)."""
+    def atomic(
+        self, *, learners: Iterable[tuple[str, str]] | None = None, reads: Iterable[tuple[str, str, Key]] = ()
+    ) -> AbstractContextManager[None]:
+        """One block under the store's lock (``learners`` and ``reads`` change nothing: one writer at a time)."""
         return _Transaction(self)
 
     def _rollback(self, mark: int) -> None:

@@ -22,7 +22,10 @@ Same semantics as :class:`~learnloop.store.sqlite.SQLiteStore`:
   first, then learners in ascending lock number, so no two transactions wait
   on each other;
 - a transaction's statements are sent in pipeline mode: a write is sent without
-  waiting for its answer, which comes back with the next read or the commit;
+  waiting for its answer, which comes back with the next read or the commit; the
+  rows a block says it will read (``atomic(reads=...)``) are read by one statement
+  sent with its ``BEGIN`` and locks, so that an adaptive step costs two round trips
+  inside its transaction (the locks and reads, then the writes and the commit);
 - one database sequence numbers the writes of every table, so ``scan(order="seq")``
   follows the order of commits of the transactions that exclude each other (one
   learner's, or any beside a block that runs alone).
@@ -77,15 +80,18 @@ def _lock_id(schema: str, *learner: str) -> int:
 
 class _Tx:
     """The transaction open in a thread: its connection and pipeline, the learners' locks it holds
-    (None: the schema's lock exclusively, so anything may be written) and its savepoints."""
+    (None: the schema's lock exclusively, so anything may be written), its savepoints, and the
+    rows read ahead (``(table, app, padded key)`` -> stored bytes or None), each answered once
+    to a :meth:`PostgresStore.get` before the block writes its table."""
 
-    __slots__ = ("conn", "depth", "held", "pipeline")
+    __slots__ = ("ahead", "conn", "depth", "held", "pipeline")
 
     def __init__(self, conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline, held: frozenset[int] | None) -> None:
         self.conn = conn
         self.pipeline = pipeline
         self.held = held
         self.depth = 0
+        self.ahead: dict[tuple[str, str, tuple[str, ...]], bytes | None] = {}
 
 
 def _columns(keys: Iterable[tuple[str, ...]]) -> list[list[str]]:
@@ -179,15 +185,20 @@ class PostgresStore:
 
     # -- transactions ---------------------------------------------------------
     @contextmanager
-    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> Iterator[None]:
+    def atomic(
+        self, *, learners: Iterable[tuple[str, str]] | None = None, reads: Iterable[tuple[str, str, Key]] = ()
+    ) -> Iterator[None]:
         """One transaction on a connection pinned to this thread; a nested block is a savepoint.
 
         With ``learners`` (``(app, user)`` pairs), the transaction takes the schema's lock in
         shared mode and each learner's lock: blocks for other learners run beside it. Without,
         it takes the schema's lock exclusively and runs alone. A nested block may add learners
         to an outer block's; it cannot widen a block for some learners to the whole store.
+        ``reads`` (``(table, app, key)``) are read with the locks, in the same round trip
+        (an outermost block's only).
         """
         wanted = None if learners is None else self._learner_locks(learners)
+        ahead = [(table, self._app(app), self._params(table, key)) for table, app, key in reads]
         tx: _Tx | None = getattr(self._local, "tx", None)
         if tx is not None:
             yield from self._savepoint(tx, wanted)
@@ -201,6 +212,8 @@ class PostgresStore:
                         conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                     else:
                         self._take(conn, wanted, shared=True)
+                    if ahead:
+                        self._read_ahead(conn, self._local.tx, ahead)
                     yield
                     conn.execute(b"COMMIT")
                 # (leaving the pipeline waits for every answer: an error of a write not yet answered is raised here)
@@ -241,6 +254,16 @@ class PostgresStore:
         finally:
             tx.depth -= 1
 
+    def _read_ahead(self, conn: psycopg.Connection[Any], tx: _Tx, rows: list[tuple[str, str, tuple[str, ...]]]) -> None:
+        """Rows of the block's first reads, in one statement (its answer comes with the locks')."""
+        selects = " UNION ALL ".join(
+            f"SELECT {n}, v FROM {self._tables[table]} WHERE app = %s AND k1 = %s AND k2 = %s AND k3 = %s AND k4 = %s"
+            for n, (table, _, _) in enumerate(rows)
+        )
+        params = [part for _, app, key in rows for part in (app, *key)]
+        found = dict(conn.execute(selects, params).fetchall())
+        tx.ahead = {row: None if n not in found else bytes(found[n]) for n, row in enumerate(rows)}
+
     def _learner_locks(self, learners: Iterable[tuple[str, str]]) -> frozenset[int]:
         out = set()
         for learner in learners:
@@ -273,11 +296,14 @@ class PostgresStore:
             yield conn
 
     @contextmanager
-    def _write(self) -> Iterator[psycopg.Connection[Any]]:
+    def _write(self, table: str) -> Iterator[psycopg.Connection[Any]]:
         """The connection of this thread's transaction (a write in it needs no savepoint: one
-        statement), or a transaction of its own that runs alone."""
+        statement; the rows of ``table`` read ahead are dropped), or a transaction of its own
+        that runs alone."""
         tx: _Tx | None = getattr(self._local, "tx", None)
         if tx is not None:
+            if tx.ahead:
+                tx.ahead = {row: blob for row, blob in tx.ahead.items() if row[0] != table}
             yield tx.conn
             return
         with self.atomic():
@@ -306,6 +332,14 @@ class PostgresStore:
     # -- reads ------------------------------------------------------------------------
     def get(self, table: str, app: str, key: Key) -> Doc | None:
         params = self._params(table, key)
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if tx is not None and tx.ahead:
+            try:  # (read ahead with the block's locks; a row's second read goes to the server)
+                blob = tx.ahead.pop((table, app, params))
+            except KeyError:
+                pass
+            else:
+                return None if blob is None else decode_doc(blob)
         with self._conn() as conn:
             row = conn.execute(
                 f"SELECT v FROM {self._tables[table]} WHERE app = %s AND k1 = %s AND k2 = %s AND k3 = %s AND k4 = %s",
@@ -408,14 +442,22 @@ class PostgresStore:
             latest[params] = encode_doc(doc)
         if not latest:
             return
-        # numbered from the sequence in the order given (volatile outputs are computed after the sort)
-        with self._write() as conn:
+        upsert = "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v"
+        with self._write(table) as conn:
+            if len(latest) == 1:  # (a step's rows: parameters, not arrays, which cost more to send)
+                [(params, blob)] = latest.items()
+                conn.execute(
+                    f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
+                    f"VALUES (%s, %s, %s, %s, %s, nextval('{self._seq}'), %s) {upsert}",
+                    (app, *params, blob),
+                )
+                return
+            # numbered from the sequence in the order given (volatile outputs are computed after the sort)
             conn.execute(
                 f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
                 f"SELECT %s, k1, k2, k3, k4, nextval('{self._seq}'), v "
                 "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[]) "
-                "WITH ORDINALITY AS r(k1, k2, k3, k4, v, n) ORDER BY n "
-                "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v",
+                f"WITH ORDINALITY AS r(k1, k2, k3, k4, v, n) ORDER BY n {upsert}",
                 (app, *_columns(latest), list(latest.values())),
             )
 
@@ -424,7 +466,7 @@ class PostgresStore:
         wanted = [(tuple(key), self._params(table, tuple(key))) for key in keys]
         if not wanted:
             return []
-        with self._write() as conn:
+        with self._write(table) as conn:
             rows = conn.execute(
                 f"DELETE FROM {self._tables[table]} AS t USING {_UNNEST_KEYS} AS w(k1, k2, k3, k4) "
                 f"WHERE t.app = %s AND {_JOIN} RETURNING t.k1, t.k2, t.k3, t.k4",
@@ -440,7 +482,7 @@ class PostgresStore:
 
     def delete_prefix(self, table: str, app: str, prefix: Key) -> int:
         clause, params = self._where_prefix(table, prefix)
-        with self._write() as conn:
+        with self._write(table) as conn:
             cur = conn.execute(f"DELETE FROM {self._tables[table]} WHERE app = %s{clause}", (self._app(app), *params))
             self._local.tx.pipeline.sync()  # (the count comes with the answer)
             return cur.rowcount

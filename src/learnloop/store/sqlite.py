@@ -26,10 +26,11 @@ from os import PathLike
 from types import TracebackType
 from typing import Any, Literal
 
+from learnloop.store._checkpoint import AUTOCHECKPOINT_PAGES, Checkpointer
 from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event, fields_of, marked_fields
 from learnloop.store._filelock import FileLock
 from learnloop.store._layout import SCHEMA_VERSION, VERSION_KEY, rekeyed_sessions, version_doc
-from learnloop.store._sqlite_sql import chunks, event_columns, insert_statement, strings_only
+from learnloop.store._sqlite_sql import INSERT, PADS, SELECT, chunks, event_columns, insert_statement, strings_only
 from learnloop.store.base import TABLES, Columns, Doc, Key, check_key, check_prefix, decode_doc, encode_doc, json_doc
 
 __all__ = ["SQLiteStore"]
@@ -44,15 +45,6 @@ _UNORDERED = frozenset({"events", "learners", "sessions"})
 _LEGACY_TABLES = {"assets": "v1.assets", "views": "v1.views", "users": "v1.users"}
 _TEXT_MARK = MARK.decode()
 _STR = frozenset((str,))
-#: the empty key parts after a key of each width
-_PADS = [("",) * (4 - width) for width in range(5)]
-_SELECT = {
-    table: f"SELECT v FROM {table} WHERE app = ? AND k1 = ? AND k2 = ? AND k3 = ? AND k4 = ?" for table in TABLES
-}
-_INSERT = {
-    table: f"INSERT OR REPLACE INTO {table} (app, k1, k2, k3, k4, seq, v) VALUES (?, ?, ?, ?, ?, ?, ?)"
-    for table in TABLES
-}
 #: sequence numbers a reservation takes beyond those asked, for the writes that follow (see ``SQLiteStore._next_seq``)
 _SPARE = 256
 #: tables whose documents read or written are kept (a step reads them again), and how many rows at most
@@ -77,6 +69,7 @@ class SQLiteStore:
         self._rows: dict[tuple[str, str, tuple[str, ...]], bytes] = {}
         self._block: list[int] | None = None
         self._writers = FileLock.beside(self.path)
+        self._checkpoints = None if self.path in ("", ":memory:") else Checkpointer(self.path)
         try:
             self._setup(synchronous)
         except BaseException:
@@ -89,6 +82,8 @@ class SQLiteStore:
         conn.execute("PRAGMA busy_timeout=10000")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={synchronous}")
+        if self._checkpoints is not None:  # (checkpoints are the thread's; this one bounds the log's growth)
+            conn.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
         #: text is stored in UTF-8 (as in every file this store creates)
         self._utf8 = conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
         with self.atomic():
@@ -128,16 +123,18 @@ class SQLiteStore:
         conn.execute("DELETE FROM sessions WHERE k2 = ''")
         first = self._next_seq(len(rows) + 1)
         conn.executemany(
-            _INSERT["sessions"], [(app, k1, k2, "", "", first + n, blob) for n, (app, k1, k2, blob) in enumerate(rows)]
+            INSERT["sessions"], [(app, k1, k2, "", "", first + n, blob) for n, (app, k1, k2, blob) in enumerate(rows)]
         )
-        conn.execute(_INSERT["meta"], ("", VERSION_KEY, "", "", "", first + len(rows), version_doc()))
+        conn.execute(INSERT["meta"], ("", VERSION_KEY, "", "", "", first + len(rows), version_doc()))
         self._forget()
 
     # -- transactions ---------------------------------------------------------
-    def atomic(self, *, learners: Iterable[tuple[str, str]] | None = None) -> AbstractContextManager[None]:
+    def atomic(
+        self, *, learners: Iterable[tuple[str, str]] | None = None, reads: Iterable[tuple[str, str, Key]] = ()
+    ) -> AbstractContextManager[None]:
         """One transaction; a nested block is a savepoint that a raise rolls back alone.
 
-        ``learners`` changes nothing: SQLite has one writer at a time (``BEGIN IMMEDIATE``)."""
+        ``learners`` and ``reads`` change nothing: one writer at a time (``BEGIN IMMEDIATE``), reads in process."""
         return _Transaction(self)
 
     def _begin(self) -> None:
@@ -183,6 +180,8 @@ class SQLiteStore:
         finally:
             if not self._depth:
                 self._release_writers()
+                if not failed and self._checkpoints is not None:
+                    self._checkpoints.committed()
             self._lock.release()
 
     def _release_writers(self) -> None:
@@ -222,9 +221,9 @@ class SQLiteStore:
     def _params(table: str, key: Key) -> tuple[str, ...]:
         """The key's four columns (a short key padded with empty strings); raises as :func:`check_key`."""
         if key.__class__ is tuple and len(key) == TABLES.get(table) and _STR.issuperset(map(type, key)):
-            return key + _PADS[len(key)]
+            return key + PADS[len(key)]
         check_key(table, key)
-        return tuple(key) + _PADS[len(key)]
+        return tuple(key) + PADS[len(key)]
 
     @staticmethod
     def _where_prefix(table: str, prefix: Key) -> tuple[str, tuple[str, ...]]:
@@ -257,13 +256,13 @@ class SQLiteStore:
         params = self._params(table, key)
         if table not in _KNOWN_TABLES:
             with self._lock:
-                row = self._conn.execute(_SELECT[table], (app, *params)).fetchone()
+                row = self._conn.execute(SELECT[table], (app, *params)).fetchone()
             return None if row is None else decode_event(params, row[0])
         with self._lock:
             self._sync()  # before the read: a commit between them only makes what is known older
             blob = self._rows.get((table, app, params))
             if blob is None:
-                row = self._conn.execute(_SELECT[table], (app, *params)).fetchone()
+                row = self._conn.execute(SELECT[table], (app, *params)).fetchone()
                 if row is None:
                     return None
                 blob = row[0]
@@ -402,10 +401,10 @@ class SQLiteStore:
         first = self._next_seq(len(prepared))
         if len(prepared) == 1:
             params, blob = prepared[0]
-            self._conn.execute(_INSERT[table], (app, *params, first, blob))
+            self._conn.execute(INSERT[table], (app, *params, first, blob))
         else:
             self._conn.executemany(
-                _INSERT[table], [(app, *params, first + i, blob) for i, (params, blob) in enumerate(prepared)]
+                INSERT[table], [(app, *params, first + i, blob) for i, (params, blob) in enumerate(prepared)]
             )
         if table in _KNOWN_TABLES:
             for params, blob in prepared:
@@ -474,6 +473,8 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._checkpoints is not None:
+                self._checkpoints.close()
             self._conn.close()
             if self._writers is not None:
                 self._writers.close()

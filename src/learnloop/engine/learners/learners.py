@@ -115,6 +115,8 @@ class Learners:
         catalogs: Callable[[str], CatalogModel],
         *,
         step: tuple[str, CatalogModel] | None = None,
+        reads: Sequence[records.Row] = (),
+        before: Callable[[Ingestion], None] | None = None,
     ) -> Iterator[Ingestion]:
         """Store ``events`` and bring the learners' states along: the body of the ``with`` block
         runs inside the transaction that writes them, after the write, for the caller's own
@@ -126,7 +128,11 @@ class Learners:
         learner's state is brought up to date and the events applied *before* the
         transaction (a late event replays from a checkpoint there, holding up nobody else),
         and the write checks that no other process wrote the learner meanwhile (if one did,
-        it is planned again inside). ``catalogs`` gives each catalog's model.
+        it is planned again inside): a state cached in this process is trusted until that
+        check. ``catalogs`` gives each catalog's model; ``reads`` are rows the body will read
+        (``store.atomic(reads=...)``). ``before`` (with ``step``) is called with the ingestion
+        planned before the transaction, outside it; the body gets that same object unless the
+        write found it stale.
         """
         if step is not None:
             learners = [(step[0], step[1].index.catalog_id)]
@@ -137,14 +143,20 @@ class Learners:
         with self.lock(app, learners):
             current: LearnerEntry | None = None
             entries: dict[tuple[str, str, str], LearnerEntry] | None = None
+            ahead: Ingestion | None = None
             if step is not None:
-                current = self.tracker.state(app, step[0], step[1])
+                current = self.tracker.state(app, step[0], step[1], trust=True)
                 learner = learners[0]
                 latest = {learner: current.latest} if current.current else None
                 plan = self._plan(app, events, revisions={learner: current.revision}, latest=latest)
                 entries = self.tracker.advance(app, plan, catalogs, compute=learners)
+                if plan.spans():  # (the write reads the learner's revision to check it)
+                    reads = [records.revision_row(app, learner), *reads]
+                ahead = Ingestion(app, plan, entries, current)
+                if before is not None:
+                    before(ahead)
             # (a store with writers in parallel runs this beside other learners' transactions)
-            with self.store.atomic(learners={(app, user) for user, _ in learners}):
+            with self.store.atomic(learners={(app, user) for user, _ in learners}, reads=reads):
                 if step is None:
                     plan = self._plan(app, events)
                     self.tracker.write(app, plan)
@@ -156,7 +168,8 @@ class Learners:
                         plan = self._plan(app, events)
                         self.tracker.write(app, plan)
                         entries = self.tracker.advance(app, plan, catalogs, compute=learners)
-                ingestion = Ingestion(app, plan, {} if entries is None else entries, current)
+                        ahead = None
+                ingestion = ahead or Ingestion(app, plan, {} if entries is None else entries, current)
                 yield ingestion
             # after the commit: the cached states of these learners get the new events (a bulk import
             # of a learner is applied now when that needs no read of the store)

@@ -173,25 +173,26 @@ class Tracker:
         rows = records.events_of(self.store, app, (user, catalog), last_after=since)
         return _order(i for i in (Interaction.from_doc(json_doc(doc)) for _, doc in rows) if i.epoch > after)
 
-    def state(self, app: str, user: str, catalog: CatalogModel) -> LearnerEntry:
+    def state(self, app: str, user: str, catalog: CatalogModel, *, trust: bool = False) -> LearnerEntry:
         """The current learner state (from the cache, caught up, or rebuilt).
 
         The caller holds the learner's lock; call it outside a store transaction
-        when possible, so that a rebuild holds up no other learner.
+        when possible, so that a rebuild holds up no other learner. With ``trust``, a
+        cached entry is returned without reading the stored revision: the caller's
+        write checks it (``write(check=True)``).
         """
         catalog_id = catalog.index.catalog_id
         key = (app, user, catalog_id)
-        doc = records.revision(self.store, app, (user, catalog_id))
         cached = self._get(key)
-        if (
-            cached is not None
-            and doc.__class__ is dict
-            and doc.get("rev") == cached.revision  # (the revision number alone says the entry is current)
-            and cached.fingerprint == catalog.fingerprint
-            and not cached.pending
-            and cached.dirty_from is None
-        ):
-            return cached
+        clean = None if cached is None or cached.pending or cached.dirty_from is not None else cached
+        if clean is not None and clean.fingerprint == catalog.fingerprint:
+            if trust:
+                return clean
+        else:
+            clean = None
+        doc = records.revision(self.store, app, (user, catalog_id))
+        if clean is not None and doc.__class__ is dict and doc.get("rev") == clean.revision:
+            return clean  # (the revision number alone says the entry is current)
         revision = self._memo.decode(key, doc)
         if revision.rev == 0:
             return empty_entry(catalog)

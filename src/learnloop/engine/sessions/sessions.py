@@ -21,7 +21,7 @@ from learnloop._validation import parse
 from learnloop.content import CatalogIndex, Filter
 from learnloop.engine import records
 from learnloop.engine.learners.batch import ContextEvents, kind_problem
-from learnloop.engine.learners.learners import Learners
+from learnloop.engine.learners.learners import Ingestion, Learners
 from learnloop.engine.learners.tracker import LearnerEntry
 from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.engine.repository.repository import ContentRepository
@@ -45,9 +45,13 @@ from learnloop.recommend import (
 from learnloop.recommend.due import due_items, due_order, nothing_due
 from learnloop.recommend.step import eligible_positions, session_step
 from learnloop.store import Store
-from learnloop.store.base import json_doc
+from learnloop.store.base import Key, json_doc
 
 __all__ = ["Sessions", "seeded_rng"]
+
+
+#: a step computed: its answer, the session's document and block rows to write, the session after it
+_Advanced = tuple[AdaptiveStep, dict[str, Any], list[tuple[Key, dict[str, Any]]], SessionState]
 
 
 class Sessions:
@@ -279,22 +283,52 @@ class Sessions:
                 raise ContextError("; ".join(problems))
             raise ValidationError(problems)
         # the learner's state is brought up to date (and the new events applied, replaying from a
-        # checkpoint when they are late) before the transaction, so that the store is held only for
-        # the writes and the recommendation
-        with self.learners.ingest(app, interactions, lambda c: model, step=(spec.user_id, model)) as ingestion:
+        # checkpoint when they are late) before the transaction, and the step computed there on the
+        # session as this engine last wrote it, so that the store is held only for the writes
+        key = (app, session_id)
+        early: list[tuple[Ingestion, Any, _Advanced]] = []
+
+        def before(ingestion: Ingestion) -> None:
+            written = self._states.get(key)
+            if written is not None and spec.mode.type != "assess":
+                advanced = self._advance(app, ingestion, written[0], written, stored_blocks(written[1]), model)
+                early.append((ingestion, written, advanced))
+
+        reads = [records.session_row(app, user_id, session_id)]
+        with self.learners.ingest(
+            app, interactions, lambda c: model, step=(spec.user_id, model), reads=reads, before=before
+        ) as ingestion:
             session, written, blocks = self._stored_session(app, user_id, session_id)
-            plan = ingestion.plan
-            entry = ingestion.entry(spec.user_id, spec.catalog_id)
-            latest = max((i.timestamp for i in plan.changed), default=None)
-            session = session.with_interactions(plan.new, latest)
-            if spec.mode.type == "assess":
-                tested = [i.item_id for i in plan.changed if i.kind == "attempt"]
-                session = self._with_assessed(app, session, tested)
-            step, after = self._recommend(app, session, model, entry)
-            doc, block_rows = split_doc(after.to_doc(like=written), after.assessed, blocks)
+            if early and early[0][0] is ingestion and early[0][1] is written:  # (nobody wrote either since)
+                step, doc, block_rows, after = early[0][2]
+            else:
+                step, doc, block_rows, after = self._advance(app, ingestion, session, written, blocks, model)
             records.put_session(self.store, app, user_id, session_id, doc, block_rows)
-        self._states.put((app, session_id), (after.as_stored(), doc))
+        self._states.put(key, (after.as_stored(), doc))
         return step
+
+    def _advance(
+        self,
+        app: str,
+        ingestion: Ingestion,
+        session: SessionState,
+        written: tuple[SessionState, Mapping[str, Any]] | None,
+        blocks: int,
+        model: CatalogModel,
+    ) -> _Advanced:
+        """The session after the ingested events and its next recommendation: the step, the
+        session's document and block rows to write, and its state."""
+        spec = session.spec
+        plan = ingestion.plan
+        entry = ingestion.entry(spec.user_id, spec.catalog_id)
+        latest = max((i.timestamp for i in plan.changed), default=None)
+        session = session.with_interactions(plan.new, latest)
+        if spec.mode.type == "assess":
+            tested = [i.item_id for i in plan.changed if i.kind == "attempt"]
+            session = self._with_assessed(app, session, tested)
+        step, after = self._recommend(app, session, model, entry)
+        doc, block_rows = split_doc(after.to_doc(like=written), after.assessed, blocks)
+        return step, doc, block_rows, after
 
     def _with_assessed(self, app: str, session: SessionState, item_ids: Sequence[str]) -> SessionState:
         """``session`` with ``item_ids`` added to its assessed items (each item once, in order of first
