@@ -17,6 +17,7 @@ import numpy as np
 from learnloop._lru import LRUCache
 from learnloop._types import FloatArray
 from learnloop.content import CatalogIndex
+from learnloop.engine.fitting.items import ItemCalibration
 from learnloop.engine.fitting.responses import Responses
 from learnloop.engine.options import LearnerOptions
 from learnloop.engine.repository.catalog_model import CatalogModel
@@ -33,6 +34,8 @@ __all__ = ["LogModel"]
 _Vocabulary = tuple[CatalogIndex, dict[str, str], np.ndarray]
 #: the last few vocabularies compiled (a settings search asks for the same one hundreds of times)
 _VOCABULARIES: LRUCache[tuple[Any, ...], _Vocabulary] = LRUCache(max_items=4)
+#: the same, by the identity of the objects that make a vocabulary (kept alive here, so ids stay theirs)
+_BY_IDENTITY: LRUCache[tuple[Any, ...], tuple[tuple[Any, ...], _Vocabulary]] = LRUCache(max_items=4)
 
 
 class LogModel:
@@ -103,7 +106,7 @@ class LogModel:
         self.calibrate = calibrate
         self.name = name
         self.progress = progress
-        self.calibration_: dict[str, dict[str, float]] = {}
+        self.calibration_: Mapping[str, Mapping[str, float]] = {}
         self.topic_rates = topic_rates
         self.topic_rate_steps = topic_rate_steps
         self.topic_rates_: dict[str, dict[str, float]] = {}
@@ -136,9 +139,7 @@ class LogModel:
                 ability_sd=None if kind == "rasch" else 1.0,
             )
             ids = train.item_ids
-            self.calibration_ = {
-                ids[i]: {"b": b, "a": a} for i, b, a in zip(seen.tolist(), fit.b.tolist(), fit.a.tolist(), strict=True)
-            }
+            self.calibration_ = ItemCalibration([ids[i] for i in seen.tolist()], fit.b, fit.a)
         if self.refine and train.n_responses:
             self.refine_items(train)
         if self.topic_rates and train.n_responses:
@@ -222,14 +223,16 @@ class LogModel:
                 a_prior_mean=start_a,
                 a_prior_sd=0.3 if self.refine == "ab" else None,
             )
-            self.calibration_ = {item: {"b": float(b[k]), "a": float(a[k])} for item, k in zip(ids, rows.tolist())}
+            self.calibration_ = ItemCalibration(ids, b[rows], a[rows])
         return self
 
     def catalog_model(self, log: Responses) -> CatalogModel:
         """The engine's compiled catalog and learner model for ``log``'s vocabulary."""
         index, ids, _ = self._vocabulary(log)
-        calibration = {ids[raw]: params for raw, params in self.calibration_.items() if raw in ids}
         options = self.options.with_topic_rates(index.topic_ids, self.topic_rates_)
+        if isinstance(self.calibration_, ItemCalibration):  # a gather over arrays, no look-up per item
+            return CatalogModel.build(index, item_arrays=self.calibration_.arrays_on(index, ids), **options)
+        calibration = {ids[raw]: params for raw, params in self.calibration_.items() if raw in ids}
         return CatalogModel.build(index, calibration=calibration, **options)
 
     def catalog_of(self, log: Responses) -> tuple[CatalogIndex, dict[str, str]]:
@@ -251,9 +254,20 @@ class LogModel:
         """The catalog of ``log``'s vocabulary (:meth:`catalog_of`), the catalog id of each of its item
         ids and the catalog position of each item: made once per vocabulary and kept
         (``_VOCABULARIES``), as the folds of a log and its model's many settings share one."""
+        # the folds of a log share its vocabulary's objects: found by identity, without hashing the ids
+        parts = (
+            self.index,
+            log.item_ids,
+            *(getattr(log, name, None) for name in ("skill_ids", "skill_ptr", "skill_idx")),
+        )
+        by_id = (type(self), *map(id, parts))
+        same = _BY_IDENTITY.get(by_id)
+        if same is not None and all(a is b for a, b in zip(same[0], parts, strict=True)):
+            return same[1]
         key = self.vocabulary_key(log)
         found = _VOCABULARIES.get(key)
         if found is not None and (self.index is None or found[0] is self.index):
+            _BY_IDENTITY.put(by_id, (parts, found))
             return found
         index, ids = self.catalog_of(log)
         found_at = [index.position(i) for i in self.item_names(log)]
@@ -264,6 +278,7 @@ class LogModel:
         position.flags.writeable = False
         made = (index, ids, position)
         _VOCABULARIES.put(key, made)
+        _BY_IDENTITY.put(by_id, (parts, made))
         return made
 
     def _positions(self, cm: CatalogModel, log: Responses) -> np.ndarray:
