@@ -161,7 +161,7 @@ class LogModel:
             return self
         position = self._positions(cm, train)
         p = np.clip(self._base(cm, position, train), 1e-9, 1.0 - 1e-9)
-        topic = cm.index.item_topic[position[train.item]]
+        topic = cm.index.item_topic[position]
         group = train.learner.astype(np.int64) * len(topic_ids) + topic
         fit = fit_forgetting(
             np.log(p / (1.0 - p)), train.correct, group, train.time, topic, n_topics=len(topic_ids)
@@ -176,7 +176,7 @@ class LogModel:
         cm = self.catalog_model(train)
         position = self._positions(cm, train)
         p = np.clip(self._replay(cm, position, train), 1e-9, 1.0 - 1e-9)
-        topic = cm.index.item_topic[position[train.item]]
+        topic = cm.index.item_topic[position]
         prev_topic, prev_score = previous_answers(topic, train.correct, train.first)
         echo = fit_echo(np.log(p / (1.0 - p)), train.correct, topic, prev_topic, prev_score)
         self.echo_ = echo.to_doc(cm.index.topic_ids)
@@ -190,7 +190,7 @@ class LogModel:
         position = self._positions(cm, train)
         bounds = np.flatnonzero(np.r_[train.first, True]).tolist()
         runs = [
-            (position[train.item[start:stop]], train.correct[start:stop])
+            (position[start:stop], train.correct[start:stop])
             for start, stop in zip(bounds[:-1], bounds[1:], strict=True)
         ]
         fit = fit_topic_rates(cm.model, runs, steps=self.topic_rate_steps)
@@ -282,8 +282,10 @@ class LogModel:
         return made
 
     def _positions(self, cm: CatalogModel, log: Responses) -> np.ndarray:
-        """The catalog position of each item of ``log``'s vocabulary."""
-        return self._vocabulary(log)[2]
+        """The catalog position of each answer of ``log``: its own (``log.position``, an engine's answers
+        given in a topic) when the log has them, else its item's first."""
+        given: np.ndarray | None = getattr(log, "position", None)
+        return self._vocabulary(log)[2][log.item] if given is None else given
 
     def predict(self, log: Responses) -> FloatArray:
         cm = self.catalog_model(log)
@@ -292,7 +294,7 @@ class LogModel:
         if self.forgetting_ is None:
             return p
         topic_ids = cm.index.topic_ids
-        topic = cm.index.item_topic[position[log.item]]
+        topic = cm.index.item_topic[position]
         term = Forgetting.from_doc(self.forgetting_, topic_ids)
         group = log.learner.astype(np.int64) * len(topic_ids) + topic
         log_recall, _ = memory_trace(term.memory_model(), group, log.time, log.correct)
@@ -303,12 +305,13 @@ class LogModel:
         p = self._replay(cm, position, log)
         if self.echo_ is None:
             return p
-        topic = cm.index.item_topic[position[log.item]]
+        topic = cm.index.item_topic[position]
         prev_topic, prev_score = previous_answers(topic, log.correct, log.first)
         return Echo.from_doc(self.echo_, cm.index.topic_ids).predict(p, topic, prev_topic, prev_score)
 
     def _replay(self, cm: CatalogModel, position: np.ndarray | None, log: Responses) -> FloatArray:
-        """The learner model's P(correct) of each response of ``log`` from the same learner's earlier ones."""
+        """The learner model's P(correct) of each response of ``log`` from the same learner's earlier ones
+        (``position``: each answer's catalog position, :meth:`_positions`)."""
         position = self._positions(cm, log) if position is None else position
         lengths = np.diff(np.flatnonzero(np.r_[log.first, True]))
-        return trace_many(cm.model, position[log.item], log.correct, lengths, progress=self.progress, desc=self.name)
+        return trace_many(cm.model, position, log.correct, lengths, progress=self.progress, desc=self.name)
