@@ -3,7 +3,9 @@ from the mapping (same fingerprint, same parameters, same predictions), and the 
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -43,6 +45,9 @@ def test_the_calibration_is_a_read_only_mapping_that_stores_as_json() -> None:
     calibration = ItemCalibration(["q1", "q2"], np.array([0.5, -1.0]), np.array([1.0, 1.5]))
     assert calibration == {"q1": {"b": 0.5, "a": 1.0}, "q2": {"b": -1.0, "a": 1.5}}
     assert json.loads(json.dumps(calibration)) == calibration
+    for copied in (copy.deepcopy(calibration), pickle.loads(pickle.dumps(calibration))):
+        assert isinstance(copied, ItemCalibration) and copied == calibration
+        np.testing.assert_array_equal(copied.b, calibration.b)
     for change in (
         lambda: calibration.__setitem__("q3", {"b": 0.0}),
         lambda: calibration.pop("q1"),

@@ -64,6 +64,10 @@ class ItemCalibration(dict[str, dict[str, float]]):
         a[where] = self.a[source]
         return b, a
 
+    def __reduce__(self) -> tuple[type[ItemCalibration], tuple[tuple[str, ...], np.ndarray, np.ndarray]]:
+        """Copied and pickled from its arrays (a dict's way would write item by item)."""
+        return (type(self), (self.ids, self.b, self.a))
+
     def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("an ItemCalibration is read-only: make a new one (or a dict of it)")
 
