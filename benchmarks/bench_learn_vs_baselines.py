@@ -16,15 +16,22 @@ the order in which topics are practised does not matter, only how attempts are
 spread, and spreading them evenly (what both baselines do) is close to
 optimal for this simulator's diminishing returns.
 
-The engine's settings are fitted on each world's own log first, as a service
-would fit them on its learners' history: other simulated learners of the
-world (their own seeds) answer the course in a random order (the random
-baseline as the learn policy), and :func:`learnloop.evaluate.fit_engine` chooses
-the catalog's learner-model settings on folds of that log (the prerequisite
-gating included), which the three policies' engines then use. Learn mode
-reads the fitted gating: below ``LearnPolicy.spread_below`` it spreads
-practice across the open topics, else it keeps its progression. ``--unfitted``
-runs the engine's defaults instead (no fit; learn mode's progression).
+The engine fits itself on each world's own log first, as a service would on
+its learners' history: other simulated learners of the world (their own
+seeds) answer the course in a random order (the random baseline as the learn
+policy); each policy's engine ingests that log (its scored attempts, with
+their topics and times, through ``Engine.upsert_events``) and runs
+:meth:`learnloop.Engine.fit` on it, which chooses the learner model's settings
+on folds of the log's learners (the prerequisite gating included), calibrates
+the items, fits what the folds keep (per-topic rates, echo) and stores it
+behind its guard; the evaluated learners then meet that engine. The first
+policy's engine runs the search; the others put its recipe to their own
+guard (``Engine.fit(candidate=...)``: the same log, so the same recipe,
+refitted and stored in each). The log's times are the simulation clock's, so
+the forgetting term is not tried (``forgetting=False``). Learn mode reads the
+fitted gating: below ``LearnPolicy.spread_below`` it spreads practice across
+the open topics, else it keeps its progression. ``--unfitted`` runs the
+engine's defaults instead (no fit; learn mode's progression).
 
 Run: ``.venv/bin/python benchmarks/bench_learn_vs_baselines.py`` (``--learners``, ``--steps``,
 ``--log-learners``; ``--write-docs`` puts the table into ``docs/performance.md`` between its
@@ -36,6 +43,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +54,8 @@ import numpy as np
 from tqdm import tqdm
 
 from learnloop import Engine
-from learnloop.engine import LearnerOptions
-from learnloop.evaluate import fit_engine
+from learnloop.engine import FitRecipe, FitResult
+from learnloop.events import format_timestamp
 from learnloop.recommend import LearnPolicy
 from learnloop.recommend.baselines import FixedOrderPolicy, RandomPolicy
 from learnloop.sim import SimClock, learner_for, run_session, sample_course
@@ -61,20 +69,19 @@ WORLDS = {
 POLICIES = {"learn": LearnPolicy(), "fixed order": FixedOrderPolicy(), "random order": RandomPolicy()}
 
 
-def _engine(policy: Any, seed: int, clock: SimClock, options: LearnerOptions | None) -> tuple[Engine, str]:
+def _engine(policy: Any, seed: int, clock: SimClock) -> tuple[Engine, str]:
     items, catalog = sample_course()
     engine = Engine(seed=seed, clock=clock, policies={"learn": policy})
     engine.upsert_items(items)
     engine.upsert_catalog(catalog)
-    if options is not None:
-        engine.set_learner_options(catalog.catalog_id, options)
     return engine, catalog.catalog_id
 
 
-def fitted_options(world: dict, learners: int, steps: int, seed: int, bar: tqdm) -> LearnerOptions:
-    """The settings fit_engine chooses on a log of the world's learners answering in a random order."""
+def world_log(world: dict, learners: int, steps: int, seed: int, bar: tqdm) -> dict[str, list[dict[str, Any]]]:
+    """The scored attempts of the world's log learners answering in a random order, by learner, as
+    ``Engine.upsert_events`` takes them."""
     clock = SimClock()
-    engine, catalog_id = _engine(RandomPolicy(), seed, clock, None)
+    engine, catalog_id = _engine(RandomPolicy(), seed, clock)
     index = engine.catalog_index(catalog_id)
     for k in range(learners):
         learner = learner_for(index, seed=seed * 10_000 + 5_000 + k, **world)  # not the evaluated learners
@@ -82,14 +89,42 @@ def fitted_options(world: dict, learners: int, steps: int, seed: int, bar: tqdm)
             engine, catalog_id=catalog_id, user_id=f"log-{k}", learner=learner, mode="learn", steps=steps, clock=clock
         )
         bar.update()
-    return fit_engine(engine, catalog_id, progress=False).options
+    columns = engine.event_log(catalog_id)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for user, item, topic, score, at in zip(*(columns[c] for c in ("user_id", "item_id", "topic_id", "score", "timestamp")), strict=True):  # fmt: skip
+        out.setdefault(user, []).append(
+            {
+                "type": "attempt",
+                "item_id": item,
+                "catalog_id": catalog_id,
+                "topic_id": topic,
+                "score": score,
+                "timestamp": format_timestamp(datetime.fromtimestamp(at, UTC)),
+            }  # fmt: skip
+        )
+    return out
 
 
 def gains(
-    world: dict, policy: Any, options: LearnerOptions | None, learners: int, steps: int, seed: int, bar: tqdm
-) -> np.ndarray:
+    world: dict,
+    policy: Any,
+    log: dict[str, list[dict[str, Any]]] | None,
+    candidate: FitRecipe | None,
+    learners: int,
+    steps: int,
+    seed: int,
+    bar: tqdm,
+) -> tuple[np.ndarray, FitResult | None]:
+    """Each evaluated learner's gain per interaction under ``policy``, on an engine that ingested ``log`` and
+    ran ``Engine.fit`` on it (``candidate``: the recipe put to its guard instead of a search; no log: the
+    engine's defaults)."""
     clock = SimClock()
-    engine, catalog_id = _engine(policy, seed, clock, options)
+    engine, catalog_id = _engine(policy, seed, clock)
+    result = None
+    if log is not None:
+        for user, events in log.items():
+            engine.upsert_events(user, events)
+        result = engine.fit(catalog_id, progress=False, forgetting=False, candidate=candidate)
     index = engine.catalog_index(catalog_id)
     out = []
     for k in range(learners):
@@ -105,21 +140,22 @@ def gains(
         )
         out.append(100.0 * trace.gain / steps)
         bar.update()
-    return np.asarray(out)
+    return np.asarray(out), result
 
 
 def _se(values: np.ndarray) -> float:
     return float(values.std(ddof=1) / np.sqrt(values.size))
 
 
-def table(results: dict[str, dict[str, np.ndarray]], fitted: dict[str, LearnerOptions | None]) -> list[str]:
+def table(results: dict[str, dict[str, np.ndarray]], fitted: dict[str, FitResult | None]) -> list[str]:
     rows = [
         "| simulated world | fitted gating | learn | fixed order | random order | learn − fixed order | learn − random order |",
         "|---|---|---|---|---|---|---|",
     ]
     for world_name, by_policy in results.items():
         learn = by_policy["learn"]
-        options = fitted[world_name]
+        result = fitted[world_name]
+        options = None if result is None or result.kept != "new" or result.chosen is None else result.chosen.options
         gating = (
             "not fitted"
             if options is None or options.prerequisite_gating is None
@@ -156,27 +192,41 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=DOCS, help="the docs file for --write-docs")
     args = parser.parse_args()
     started = time.perf_counter()
-    fitted: dict[str, LearnerOptions | None] = {}
+    logs: dict[str, dict[str, list[dict[str, Any]]] | None] = {name: None for name in WORLDS}
     if not args.unfitted:
         with tqdm(total=len(WORLDS) * args.log_learners, desc="simulated logs to fit on", unit="learner") as bar:
             for world_name, world in WORLDS.items():
-                fitted[world_name] = fitted_options(world, args.log_learners, args.steps, args.seed, bar)
+                logs[world_name] = world_log(world, args.log_learners, args.steps, args.seed, bar)
     total = len(WORLDS) * len(POLICIES) * args.learners
     results: dict[str, dict[str, np.ndarray]] = {}
-    with tqdm(total=total, desc="simulated sessions", unit="learner") as bar:
+    fitted: dict[str, FitResult | None] = {}
+    fits: dict[str, list[FitResult]] = {}
+    with tqdm(total=total, desc="Engine.fit, then simulated sessions", unit="learner") as bar:
         for world_name, world in WORLDS.items():
-            options = fitted.get(world_name)
-            results[world_name] = {
-                name: gains(world, policy, options, args.learners, args.steps, args.seed, bar)
-                for name, policy in POLICIES.items()
-            }
+            results[world_name] = {}
+            fitted[world_name] = None
+            fits[world_name] = []
+            for name, policy in POLICIES.items():
+                first = fitted[world_name]
+                candidate = None if first is None else first.chosen
+                results[world_name][name], result = gains(
+                    world, policy, logs[world_name], candidate, args.learners, args.steps, args.seed, bar
+                )
+                if result is not None:
+                    fits[world_name].append(result)
+                    fitted[world_name] = fitted[world_name] or result
     print(
         f"\nlearning gain per interaction (percentage points of true mean P(correct)); "
         f"{args.learners} learners x {args.steps} interactions"
     )
     for world_name, by_policy in results.items():
-        options = fitted.get(world_name)
-        print(f"\n{world_name}: " + ("engine defaults (not fitted)" if options is None else f"fitted {options}"))
+        result = fitted.get(world_name)
+        if result is None:
+            print(f"\n{world_name}: engine defaults (not fitted)")
+        else:
+            print(f"\n{world_name}: Engine.fit kept {[r.kept for r in fits[world_name]]} "
+                  f"(held-out log loss {result.old_log_loss:.4f} -> {result.new_log_loss:.4f}, {result.seconds:.0f} s); "
+                  f"chose {result.chosen.describe() if result.chosen else None}")  # fmt: skip
         learn = by_policy["learn"]
         for name, values in by_policy.items():
             line = f"  {name:13s} {values.mean():.4f} ± {_se(values):.4f}"

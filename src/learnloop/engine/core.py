@@ -21,9 +21,9 @@ from typing import Any, Literal, Unpack
 
 from learnloop._types import BoolArray, Clock
 from learnloop.content import Catalog, CatalogIndex, Filter, Item, ItemAnnotation
+from learnloop.engine.fitting.calibration import Calibration
 from learnloop.engine.fitting.fitting import FitOptions, FitResult, Fitting
 from learnloop.engine.learners.batch import ContextEvents, PlainEvents
-from learnloop.engine.learners.calibration import Calibration
 from learnloop.engine.learners.learners import Learners
 from learnloop.engine.learners.tracker import DEFAULT_CACHE_BYTES
 from learnloop.engine.locks import Gate, shared

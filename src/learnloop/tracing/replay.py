@@ -25,7 +25,7 @@ True
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -63,12 +63,22 @@ def trace(
     ``topics`` the topic index each answer was given in (default: the item's
     own). The answers are taken to have distinct times, in the order given.
     """
+    start = model.new_state() if state is None else state
+    compiled = _compiled()
+    if compiled is not None:
+        pos_a = np.asarray(items, dtype=np.intp).ravel()
+        sc_a = np.asarray(scores, dtype=np.float64).ravel()
+        tp_a = np.full(pos_a.size, -1, dtype=np.intp) if topics is None else np.asarray(topics, dtype=np.intp).ravel()
+        if not pos_a.size == sc_a.size == tp_a.size:
+            raise ValueError("items, scores and topics must have the same length")
+        _check_range(model, pos_a, tp_a)
+        return _run_compiled(compiled, model, pos_a, sc_a, tp_a, np.zeros(1, dtype=np.intp),
+                             np.array([pos_a.size], dtype=np.intp), practice, start)  # fmt: skip
     pos = np.asarray(items, dtype=np.intp).ravel().tolist()
     sc = np.asarray(scores, dtype=np.float64).ravel().tolist()
     tp = [model._item_topic[i] for i in pos] if topics is None else np.asarray(topics, dtype=np.intp).tolist()
     if not len(pos) == len(sc) == len(tp):
         raise ValueError("items, scores and topics must have the same length")
-    start = model.new_state() if state is None else state
     ability = start.ability.tolist()
     overall = len(ability) - 1
     chains, succ = model._chains, model._succ
@@ -218,6 +228,13 @@ def trace_many(
     if pos.min() < 0 or pos.max() >= model.items.n_items:
         raise ValueError(f"item positions must lie in 0..{model.items.n_items - 1}")
     starts = np.cumsum(n) - n
+    compiled = _compiled()
+    if compiled is not None:
+        with tqdm(total=pos.size, disable=not progress, desc=desc, unit="answer") as bar:
+            out = _run_compiled(compiled, model, pos, sc, np.full(pos.size, -1, dtype=np.intp), starts, n, practice,
+                                model.new_state())  # fmt: skip
+            bar.update(pos.size)
+        return out
     order = np.argsort(-n, kind="stable")
     order = order[n[order] > 0]
     longest = _loop_count(n[order])
@@ -254,3 +271,76 @@ def _time_major(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     step = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     flat = np.repeat(starts, lengths) + step
     return flat[np.lexsort((rank, step))]  # type: ignore[no-any-return]
+
+
+_COMPILED: Any = None
+
+
+def _compiled() -> Any:
+    """The compiled replay (:mod:`learnloop.tracing._trace_kernel`), or None without numba (extra ``fast``)."""
+    global _COMPILED
+    if _COMPILED is None:
+        try:
+            from ._trace_kernel import runs
+        except ImportError:
+            _COMPILED = False
+        else:
+            _COMPILED = runs
+    return _COMPILED or None
+
+
+def _check_range(model: LearnerModel, pos: np.ndarray, topics: np.ndarray) -> None:
+    """The compiled loop reads no array out of its bounds: item positions and topics are checked first."""
+    if pos.size and (pos.min() < 0 or pos.max() >= model.items.n_items):
+        raise ValueError(f"item positions must lie in 0..{model.items.n_items - 1}")
+    if topics.size and (topics.min() < -1 or topics.max() >= model.topics.n_topics):
+        raise ValueError(f"topic indices must lie in 0..{model.topics.n_topics - 1}")
+
+
+def _run_compiled(
+    compiled: Any,
+    model: LearnerModel,
+    pos: np.ndarray,
+    scores: np.ndarray,
+    topics: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    practice: bool,
+    start: LearnerState,
+) -> FloatArray:
+    """P(correct) of each answer of the runs (``starts``, ``lengths``), each run from ``start``."""
+    out = np.empty(pos.size)
+    if pos.size == 0:
+        return out
+    chains, chain_len, succ_ptr, succ_idx, gain, fail, nov, settings, _ = model.kernel_tables
+    items = model.items
+    gating = model._gating_tables
+    if gating is None:
+        gate = (np.zeros((1, 1), dtype=np.intp), np.zeros(1, dtype=np.intp), np.zeros((1, 1)), np.zeros((1, 1)))
+    else:
+        gate = (gating.node, np.array([len(r) for r in gating.requires], dtype=np.intp), gating.weight, gating.mean_b)
+    compiled(
+        pos,
+        scores,
+        topics,
+        starts.astype(np.intp),
+        lengths.astype(np.intp),
+        np.asarray(items.topic, dtype=np.intp),
+        np.asarray(items.b, dtype=np.float64),
+        np.asarray(items.a, dtype=np.float64),
+        np.ascontiguousarray(start.ability, dtype=np.float64),
+        np.ascontiguousarray(start.momentum, dtype=np.float64),
+        chains,
+        chain_len,
+        succ_ptr,
+        succ_idx,
+        gain,
+        fail,
+        nov,
+        settings,
+        *gate,
+        float(model._gating),
+        bool(practice),
+        out,
+    )
+    return out

@@ -17,6 +17,7 @@ import numpy as np
 from learnloop._lru import LRUCache
 from learnloop._types import FloatArray
 from learnloop.content import CatalogIndex
+from learnloop.engine.fitting.items import ItemCalibration
 from learnloop.engine.fitting.responses import Responses
 from learnloop.engine.options import LearnerOptions
 from learnloop.engine.repository.catalog_model import CatalogModel
@@ -33,6 +34,8 @@ __all__ = ["LogModel"]
 _Vocabulary = tuple[CatalogIndex, dict[str, str], np.ndarray]
 #: the last few vocabularies compiled (a settings search asks for the same one hundreds of times)
 _VOCABULARIES: LRUCache[tuple[Any, ...], _Vocabulary] = LRUCache(max_items=4)
+#: the same, by the identity of the objects that make a vocabulary (kept alive here, so ids stay theirs)
+_BY_IDENTITY: LRUCache[tuple[Any, ...], tuple[tuple[Any, ...], _Vocabulary]] = LRUCache(max_items=4)
 
 
 class LogModel:
@@ -103,7 +106,7 @@ class LogModel:
         self.calibrate = calibrate
         self.name = name
         self.progress = progress
-        self.calibration_: dict[str, dict[str, float]] = {}
+        self.calibration_: Mapping[str, Mapping[str, float]] = {}
         self.topic_rates = topic_rates
         self.topic_rate_steps = topic_rate_steps
         self.topic_rates_: dict[str, dict[str, float]] = {}
@@ -136,9 +139,7 @@ class LogModel:
                 ability_sd=None if kind == "rasch" else 1.0,
             )
             ids = train.item_ids
-            self.calibration_ = {
-                ids[i]: {"b": b, "a": a} for i, b, a in zip(seen.tolist(), fit.b.tolist(), fit.a.tolist(), strict=True)
-            }
+            self.calibration_ = ItemCalibration([ids[i] for i in seen.tolist()], fit.b, fit.a)
         if self.refine and train.n_responses:
             self.refine_items(train)
         if self.topic_rates and train.n_responses:
@@ -160,7 +161,7 @@ class LogModel:
             return self
         position = self._positions(cm, train)
         p = np.clip(self._base(cm, position, train), 1e-9, 1.0 - 1e-9)
-        topic = cm.index.item_topic[position[train.item]]
+        topic = cm.index.item_topic[position]
         group = train.learner.astype(np.int64) * len(topic_ids) + topic
         fit = fit_forgetting(
             np.log(p / (1.0 - p)), train.correct, group, train.time, topic, n_topics=len(topic_ids)
@@ -175,7 +176,7 @@ class LogModel:
         cm = self.catalog_model(train)
         position = self._positions(cm, train)
         p = np.clip(self._replay(cm, position, train), 1e-9, 1.0 - 1e-9)
-        topic = cm.index.item_topic[position[train.item]]
+        topic = cm.index.item_topic[position]
         prev_topic, prev_score = previous_answers(topic, train.correct, train.first)
         echo = fit_echo(np.log(p / (1.0 - p)), train.correct, topic, prev_topic, prev_score)
         self.echo_ = echo.to_doc(cm.index.topic_ids)
@@ -189,7 +190,7 @@ class LogModel:
         position = self._positions(cm, train)
         bounds = np.flatnonzero(np.r_[train.first, True]).tolist()
         runs = [
-            (position[train.item[start:stop]], train.correct[start:stop])
+            (position[start:stop], train.correct[start:stop])
             for start, stop in zip(bounds[:-1], bounds[1:], strict=True)
         ]
         fit = fit_topic_rates(cm.model, runs, steps=self.topic_rate_steps)
@@ -222,14 +223,16 @@ class LogModel:
                 a_prior_mean=start_a,
                 a_prior_sd=0.3 if self.refine == "ab" else None,
             )
-            self.calibration_ = {item: {"b": float(b[k]), "a": float(a[k])} for item, k in zip(ids, rows.tolist())}
+            self.calibration_ = ItemCalibration(ids, b[rows], a[rows])
         return self
 
     def catalog_model(self, log: Responses) -> CatalogModel:
         """The engine's compiled catalog and learner model for ``log``'s vocabulary."""
         index, ids, _ = self._vocabulary(log)
-        calibration = {ids[raw]: params for raw, params in self.calibration_.items() if raw in ids}
         options = self.options.with_topic_rates(index.topic_ids, self.topic_rates_)
+        if isinstance(self.calibration_, ItemCalibration):  # a gather over arrays, no look-up per item
+            return CatalogModel.build(index, item_arrays=self.calibration_.arrays_on(index, ids), **options)
+        calibration = {ids[raw]: params for raw, params in self.calibration_.items() if raw in ids}
         return CatalogModel.build(index, calibration=calibration, **options)
 
     def catalog_of(self, log: Responses) -> tuple[CatalogIndex, dict[str, str]]:
@@ -251,9 +254,20 @@ class LogModel:
         """The catalog of ``log``'s vocabulary (:meth:`catalog_of`), the catalog id of each of its item
         ids and the catalog position of each item: made once per vocabulary and kept
         (``_VOCABULARIES``), as the folds of a log and its model's many settings share one."""
+        # the folds of a log share its vocabulary's objects: found by identity, without hashing the ids
+        parts = (
+            self.index,
+            log.item_ids,
+            *(getattr(log, name, None) for name in ("skill_ids", "skill_ptr", "skill_idx")),
+        )
+        by_id = (type(self), *map(id, parts))
+        same = _BY_IDENTITY.get(by_id)
+        if same is not None and all(a is b for a, b in zip(same[0], parts, strict=True)):
+            return same[1]
         key = self.vocabulary_key(log)
         found = _VOCABULARIES.get(key)
         if found is not None and (self.index is None or found[0] is self.index):
+            _BY_IDENTITY.put(by_id, (parts, found))
             return found
         index, ids = self.catalog_of(log)
         found_at = [index.position(i) for i in self.item_names(log)]
@@ -264,11 +278,14 @@ class LogModel:
         position.flags.writeable = False
         made = (index, ids, position)
         _VOCABULARIES.put(key, made)
+        _BY_IDENTITY.put(by_id, (parts, made))
         return made
 
     def _positions(self, cm: CatalogModel, log: Responses) -> np.ndarray:
-        """The catalog position of each item of ``log``'s vocabulary."""
-        return self._vocabulary(log)[2]
+        """The catalog position of each answer of ``log``: its own (``log.position``, an engine's answers
+        given in a topic) when the log has them, else its item's first."""
+        given: np.ndarray | None = getattr(log, "position", None)
+        return self._vocabulary(log)[2][log.item] if given is None else given
 
     def predict(self, log: Responses) -> FloatArray:
         cm = self.catalog_model(log)
@@ -277,7 +294,7 @@ class LogModel:
         if self.forgetting_ is None:
             return p
         topic_ids = cm.index.topic_ids
-        topic = cm.index.item_topic[position[log.item]]
+        topic = cm.index.item_topic[position]
         term = Forgetting.from_doc(self.forgetting_, topic_ids)
         group = log.learner.astype(np.int64) * len(topic_ids) + topic
         log_recall, _ = memory_trace(term.memory_model(), group, log.time, log.correct)
@@ -288,12 +305,13 @@ class LogModel:
         p = self._replay(cm, position, log)
         if self.echo_ is None:
             return p
-        topic = cm.index.item_topic[position[log.item]]
+        topic = cm.index.item_topic[position]
         prev_topic, prev_score = previous_answers(topic, log.correct, log.first)
         return Echo.from_doc(self.echo_, cm.index.topic_ids).predict(p, topic, prev_topic, prev_score)
 
     def _replay(self, cm: CatalogModel, position: np.ndarray | None, log: Responses) -> FloatArray:
-        """The learner model's P(correct) of each response of ``log`` from the same learner's earlier ones."""
+        """The learner model's P(correct) of each response of ``log`` from the same learner's earlier ones
+        (``position``: each answer's catalog position, :meth:`_positions`)."""
         position = self._positions(cm, log) if position is None else position
         lengths = np.diff(np.flatnonzero(np.r_[log.first, True]))
-        return trace_many(cm.model, position[log.item], log.correct, lengths, progress=self.progress, desc=self.name)
+        return trace_many(cm.model, position, log.correct, lengths, progress=self.progress, desc=self.name)

@@ -59,7 +59,8 @@ def learner_folds(present: IntArray, k: int, seed: int) -> list[IntArray]:
 class EventColumns:
     """A catalog's scored attempts (``Engine.event_log`` as arrays): ``learner`` and ``item`` index
     ``learner_ids`` and ``item_ids`` (the catalog's item ids), ``correct`` the score, ``time`` epoch
-    seconds; a learner's rows are contiguous, in time order."""
+    seconds; a learner's rows are contiguous, in time order. ``position``: each answer's catalog
+    position, for answers given in a topic other than their item's first (None: the item's first)."""
 
     learner: IntArray
     item: IntArray
@@ -68,6 +69,7 @@ class EventColumns:
     learner_ids: tuple[str, ...]
     item_ids: tuple[str, ...]
     timed: bool = True
+    position: IntArray | None = None
 
     @property
     def n_responses(self) -> int:
@@ -92,7 +94,12 @@ class EventColumns:
         """The rows of the given learner indices (vocabularies kept)."""
         keep = np.isin(self.learner, np.asarray(learners, dtype=np.intp))
         return replace(
-            self, learner=self.learner[keep], item=self.item[keep], correct=self.correct[keep], time=self.time[keep]
+            self,
+            learner=self.learner[keep],
+            item=self.item[keep],
+            correct=self.correct[keep],
+            time=self.time[keep],
+            position=None if self.position is None else self.position[keep],
         )
 
     def present_learners(self) -> IntArray:

@@ -156,7 +156,7 @@ def search_options(
             for (fold_train, valid), b in zip(parts, calibrated, strict=True):
                 check()
                 fold_model = model(chosen, index=index, refine=kind)
-                fold_model.calibration_ = dict(b)
+                fold_model.calibration_ = b
                 fold_model.refine_items(fold_train)
                 items.append(fold_model.calibration_)
                 losses.append(log_loss(valid.correct, fold_model.predict(valid)))

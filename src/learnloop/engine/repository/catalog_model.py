@@ -20,9 +20,37 @@ from learnloop.recommend.view import catalog_topics
 from learnloop.tracing import Event, ItemParams, LearnerModel
 from learnloop.tracing.retention import Forgetting
 
-__all__ = ["CatalogModel"]
+__all__ = ["CatalogModel", "cold_items"]
 
 _T = TypeVar("_T")
+
+
+def cold_items(index: CatalogIndex) -> ItemParams:
+    """The catalog's items with their cold-start difficulties (made once per compiled catalog, read-only:
+    every model of the catalog shares them)."""
+    return index.derived("catalog_model.cold_items", _cold_items)
+
+
+def _cold_items(index: CatalogIndex) -> ItemParams:
+    """The catalog's items with their cold-start difficulties (made once per compiled catalog, read-only:
+    every model of the catalog shares them)."""
+    items = ItemParams.from_catalog(
+        item_topic=index.item_topic, difficulty=index.difficulty, scorable=index.scorable, is_theory=index.is_theory
+    )
+    for array in (items.topic, items.b, items.a, items.scorable, items.is_theory):
+        array.flags.writeable = False
+    return items
+
+
+def _catalog_digest(index: CatalogIndex) -> Any:
+    """The fingerprint's hash over the catalog's structure (made once per compiled catalog; each model
+    adds its items' parameters and options to a copy)."""
+    digest = hashlib.blake2b(digest_size=12)
+    digest.update("\x1f".join(index.topic_ids).encode())
+    digest.update("\x1f".join(index.item_ids).encode())
+    for arr in (index.topic_parent, index.prerequisite_edges, index.item_topic):
+        digest.update(np.ascontiguousarray(arr).tobytes())
+    return digest
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,22 +73,25 @@ class CatalogModel:
         index: CatalogIndex,
         *,
         calibration: Mapping[str, Mapping[str, float]] | None = None,
+        item_arrays: tuple[np.ndarray, np.ndarray] | None = None,
         desired_retention: float = 0.9,
         forgetting: Forgetting | None = None,
         **model_options: Any,
     ) -> CatalogModel:
         """``calibration`` maps item ids to calibrated ``{"b": ..., "a": ...}``;
-        items without one keep their cold-start difficulty. ``desired_retention`` is kept
+        items without one keep their cold-start difficulty. ``item_arrays``: instead, the ``b``
+        and ``a`` of every catalog position, as arrays (what a fit over many settings passes, so
+        that no setting pays a lookup per item). ``desired_retention`` is kept
         beside the model (it is not part of the fingerprint: learner states do not depend on it),
         and so is ``forgetting`` (its clock enters the fingerprint as the ``memory_model`` option)."""
         topics = catalog_topics(index)
-        items = ItemParams.from_catalog(
-            item_topic=index.item_topic,
-            difficulty=index.difficulty,
-            scorable=index.scorable,
-            is_theory=index.is_theory,
-        )
-        if calibration:
+        items = cold_items(index)
+        if item_arrays is not None:
+            b, a = item_arrays
+            if b.shape != items.b.shape or a.shape != items.a.shape:
+                raise ValueError(f"item_arrays must hold {items.b.size} values each")
+            items = items.with_calibration(b, a)
+        elif calibration:
             b = items.b.copy()
             a = items.a.copy()
             # one gather and one write for all the items (a write per item costs as much as the catalog)
@@ -72,10 +103,8 @@ class CatalogModel:
                 b[at] = np.repeat([params["b"] for _, params in found], counts)
                 a[at] = np.repeat([params.get("a", 1.0) for _, params in found], counts)
             items = items.with_calibration(b, a)
-        digest = hashlib.blake2b(digest_size=12)
-        digest.update("\x1f".join(index.topic_ids).encode())
-        digest.update("\x1f".join(index.item_ids).encode())
-        for arr in (index.topic_parent, index.prerequisite_edges, index.item_topic, items.b, items.a):
+        digest = index.derived("catalog_model.fingerprint", _catalog_digest).copy()
+        for arr in (items.b, items.a):
             digest.update(np.ascontiguousarray(arr).tobytes())
         digest.update(repr(sorted(model_options.items())).encode())
         model = LearnerModel(topics, items, **model_options)

@@ -2,7 +2,9 @@
 
 :meth:`Calibration.calibrate` fits the items (Rasch or 2PL), then optionally
 refines them to the learner model's own predictions, fits per-topic learning
-rates and the answer echo, and stores the result with the catalog's calibration;
+rates and the answer echo — those three with the fitted model of ``Engine.fit``
+(:class:`learnloop.engine.fitting.model.LogModel`) run on the catalog's answers as
+columns, one implementation — and stores the result with the catalog's calibration;
 :meth:`Calibration.event_log` gives the catalog's scored attempts as columns.
 """
 
@@ -14,16 +16,17 @@ from typing import Any
 import numpy as np
 
 from learnloop.engine import records
-from learnloop.engine.options import LearnerOptions
-from learnloop.engine.repository.catalog_model import CatalogModel
+from learnloop.engine.fitting.items import ItemCalibration
+from learnloop.engine.fitting.model import LogModel
+from learnloop.engine.fitting.responses import EventColumns
 from learnloop.engine.repository.changes import touched
 from learnloop.engine.repository.repository import ContentRepository
 from learnloop.errors import ValidationError
 from learnloop.events import Interaction
 from learnloop.store import Store
 from learnloop.store.base import json_doc
-from learnloop.tracing import LearnerModel, difficulty_to_b
 from learnloop.tracing import calibrate as calibrate_items
+from learnloop.tracing import difficulty_to_b
 
 __all__ = ["Calibration"]
 
@@ -135,129 +138,50 @@ class Calibration:
         )
         counts = np.bincount(np.asarray(items), minlength=len(item_codes))
         b, a = np.asarray(fit.b, dtype=np.float64), np.asarray(fit.a, dtype=np.float64)
-        if refine is not None:
-            b, a = self._refined(cm, item_codes, answers, np.asarray(items), np.asarray(scores), b, a, refine, app)
+        log_model = None
+        if refine is not None or topic_rates or echo:
+            # the rest is the fitted model's (LogModel, as Engine.fit and EngineModel fit it) on the log
+            log = _columns(item_codes, answers, np.asarray(items), np.asarray(scores))
+            options = self.content.learner_options_for(catalog_id, app=app)
+            log_model = LogModel(options, index=cm.index, refine=refine)
+            log_model.calibration_ = ItemCalibration(log.item_ids, b, a)
+            if refine is not None:
+                refined = log_model.refine_items(log).calibration_
+                assert isinstance(refined, ItemCalibration)  # what refine_items makes
+                b, a = refined.b, refined.a
         result = {
             item_id: {"b": float(b[code]), "a": float(a[code]), "n": int(counts[code])}
             for item_id, code in item_codes.items()
             if counts[code] >= min_responses
         }
         calibration: dict[str, Any] = {"items": result, "model": model, "refine": refine}
-        if topic_rates:
-            calibration["topics"] = self._topic_rates(cm, item_codes, answers, np.asarray(scores), b, a, app)
-        if echo:
-            calibration["echo"] = self._echo(cm, item_codes, answers, np.asarray(scores), b, a, calibration, app)
+        if log_model is not None and topic_rates:
+            calibration["topics"] = log_model.fit_topic_rates(log).topic_rates_
+        if log_model is not None and echo:
+            calibration["echo"] = log_model.fit_echo(log).echo_
         with self.store.atomic():
             records.put_calibration(self.store, app, catalog_id, calibration)
             self.content.bump_version(app, touched(catalogs=[catalog_id]))
         return result
 
-    def _refined(
-        self,
-        cm: CatalogModel,
-        item_codes: Mapping[str, int],
-        answers: Sequence[tuple[str, str, int]],
-        codes: np.ndarray,
-        scores: np.ndarray,
-        b: np.ndarray,
-        a: np.ndarray,
-        refine: str,
-        app: str,
-        iterations: int = 2,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The items refitted to the engine's own next-response predictions (as
-        ``learnloop.evaluate.EngineModel(refine=...)`` does): Gauss-Newton steps from
-        fresh replays of every learner's scored attempts, kept near the static fit."""
-        from learnloop.tracing.calibration import refine_step
-        from learnloop.tracing.replay import trace_many
 
-        order = sorted(range(len(answers)), key=lambda k: answers[k][:2])  # learner, then time
-        groups: dict[str, int] = {}
-        for k in order:
-            groups[answers[k][0]] = groups.get(answers[k][0], 0) + 1
-        lengths = np.fromiter(groups.values(), dtype=np.intp, count=len(groups))
-        sequence = np.asarray(order, dtype=np.intp)
-        positions = np.asarray([answers[k][2] for k in order], dtype=np.intp)
-        start_b, start_a = b.copy(), a.copy()
-        for _ in range(iterations):
-            model = self._replay_model(cm, item_codes, b, a, app)
-            p = trace_many(model, positions, scores[sequence], lengths)
-            b, a = refine_step(
-                codes[sequence],
-                scores[sequence],
-                p,
-                b,
-                a,
-                b_prior_mean=start_b,
-                a_prior_mean=start_a,
-                a_prior_sd=0.3 if refine == "ab" else None,
-            )
-        return b, a
-
-    def _topic_rates(
-        self,
-        cm: CatalogModel,
-        item_codes: Mapping[str, int],
-        answers: Sequence[tuple[str, str, int]],
-        scores: np.ndarray,
-        b: np.ndarray,
-        a: np.ndarray,
-        app: str,
-    ) -> dict[str, dict[str, float]]:
-        """Learning after a right and a wrong answer and the novelty, per topic with answers, fitted
-        to every learner's scored attempts in time order with the items as calibrated (as
-        ``learnloop.evaluate.EngineModel(topic_rates=True)`` does), by topic id."""
-        from learnloop.tracing.rates import fit_topic_rates
-
-        fit = fit_topic_rates(self._replay_model(cm, item_codes, b, a, app), _runs(answers, scores))
-        values = fit.as_options()
-        return {
-            cm.index.topic_ids[t]: {name: float(values[name][t]) for name in LearnerOptions.TOPIC_RATES}
-            for t in np.flatnonzero(fit.responses).tolist()
-        }
-
-    def _echo(
-        self,
-        cm: CatalogModel,
-        item_codes: Mapping[str, int],
-        answers: Sequence[tuple[str, str, int]],
-        scores: np.ndarray,
-        b: np.ndarray,
-        a: np.ndarray,
-        calibration: Mapping[str, Any],
-        app: str,
-    ) -> dict[str, Any]:
-        """The answer echo fitted to every learner's scored attempts in time order, replayed with the
-        items and per-topic rates as calibrated (as ``learnloop.evaluate.EngineModel(echo=True)``
-        does), by topic id."""
-        from learnloop.tracing.echo import fit_echo_replay
-
-        model = self._replay_model(cm, item_codes, b, a, app, topics=calibration.get("topics"))
-        return fit_echo_replay(model, _runs(answers, scores)).to_doc(cm.index.topic_ids)
-
-    def _replay_model(
-        self,
-        cm: CatalogModel,
-        item_codes: Mapping[str, int],
-        b: np.ndarray,
-        a: np.ndarray,
-        app: str,
-        *,
-        topics: Mapping[str, Mapping[str, float]] | None = None,
-    ) -> LearnerModel:
-        """The catalog's learner model with the items at ``b``, ``a`` (and the per-topic rates
-        ``topics``) under the catalog's learner options, to replay the event log with."""
-        items = {item: {"b": float(b[c]), "a": float(a[c])} for item, c in item_codes.items()}
-        options = self.content.learner_options_for(cm.index.catalog_id, app=app)
-        kwargs = options.with_topic_rates(cm.index.topic_ids, topics)
-        return CatalogModel.build(cm.index, calibration=items, **kwargs).model
-
-
-def _runs(answers: Sequence[tuple[str, str, int]], scores: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Each learner's scored attempts on items of the catalog, in time order: (positions, scores)."""
-    groups: dict[str, list[int]] = {}
-    for k in sorted(range(len(answers)), key=lambda k: answers[k][:2]):  # learner, then time
-        if answers[k][2] >= 0:
-            groups.setdefault(answers[k][0], []).append(k)
-    positions = np.asarray([position for _, _, position in answers], dtype=np.intp)
-    return [(positions[ks], scores[ks]) for ks in groups.values()]
+def _columns(
+    item_codes: Mapping[str, int], answers: Sequence[tuple[str, str, int]], codes: np.ndarray, scores: np.ndarray
+) -> EventColumns:
+    """The scored attempts as columns for :class:`LogModel`: learners in the order of their ids, each
+    learner's answers in time order, each at the catalog position it was given in; the items are the
+    catalog's scorable items (``item_codes``)."""
+    order = sorted(range(len(answers)), key=lambda k: answers[k][:2])  # learner, then time
+    users = sorted({user for user, _, _ in answers})
+    at = {user: k for k, user in enumerate(users)}
+    rows = np.asarray(order, dtype=np.intp)
+    return EventColumns(
+        learner=np.asarray([at[answers[k][0]] for k in order], dtype=np.intp),
+        item=codes[rows],
+        correct=scores[rows],
+        time=np.zeros(rows.size),
+        learner_ids=tuple(users),
+        item_ids=tuple(item_codes),
+        timed=False,
+        position=np.asarray([answers[k][2] for k in order], dtype=np.intp),
+    )
