@@ -2,11 +2,10 @@
 
 Events are stored once per key ``(user, catalog, item, timestamp)``; a learner
 state is derived from them by applying them in time order, events sharing a
-timestamp in the order they were posted. States are kept in an in-process
-cache, bounded by bytes, and updated online (O(1) per event). A small revision
-document per learner in the store tells whether the cached state is current
-(another process may have written) and, for the latest writes, the earliest
-timestamp each one touched.
+timestamp in the order they were posted. States are kept in an in-process cache,
+bounded by bytes, and updated online (O(1) per event). A small revision document per
+learner in the store tells whether the cached state is current (another process may
+have written) and, for the latest writes, the earliest timestamp each one touched.
 
 When events arrive out of order (or overwrite earlier ones, or another process
 wrote), the state is rebuilt from the nearest *checkpoint* older than the
