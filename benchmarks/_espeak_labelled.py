@@ -30,6 +30,26 @@ def _render(job: tuple[str, str, list[str], int, str]) -> tuple[str, dict[str, o
     return key, raw
 
 
+def jobs() -> list[tuple[str, str, list[str], int, str]]:
+    """Every rendition: (``voice:word:k``, voice, dictionary phones, substituted position or -1,
+    the substitute), drawn as the calibration script draws them (seeded; espeak-ng is asked
+    whether each substitution is heard)."""
+    from bench_voice_gop import CALIBRATION_WORDS, VOICES, substitutions
+
+    from learnloop.voice import PronunciationScorer
+
+    lexicon = PronunciationScorer().lexicon
+    rng = random.Random(11)  # the calibration script's seed
+    out = []
+    for voice in VOICES:
+        for word in CALIBRATION_WORDS:
+            phones = list(lexicon.pronunciations(word)[0])
+            subs = substitutions(phones, rng, count=2, voice=voice, key=f"11:{voice}:{word}")
+            out.append((f"{voice}:{word}:0", voice, phones, -1, ""))
+            out += [(f"{voice}:{word}:{k + 1}", voice, phones, i, sub) for k, (i, sub) in enumerate(subs)]
+    return out
+
+
 def evidence(root: Path, *, workers: int = 2) -> dict[str, dict[str, object]]:
     """``voice:word:k`` -> the serialised evidence of that rendition and its ``substituted`` position (-1: none)."""
     cache = root / ".learnloop" / f"evidence-espeak-v{CACHE_VERSION}.json"
@@ -38,23 +58,12 @@ def evidence(root: Path, *, workers: int = 2) -> dict[str, dict[str, object]]:
     from concurrent.futures import ProcessPoolExecutor
 
     from _so762 import _worker_init
-    from bench_voice_gop import CALIBRATION_WORDS, VOICES, substitutions
     from tqdm.auto import tqdm
 
-    from learnloop.voice import PronunciationScorer
-
-    lexicon = PronunciationScorer().lexicon
-    rng = random.Random(11)  # the calibration script's seed
-    jobs = []
-    for voice in VOICES:
-        for word in CALIBRATION_WORDS:
-            phones = list(lexicon.pronunciations(word)[0])
-            subs = substitutions(phones, rng, count=2, voice=voice, key=f"11:{voice}:{word}")
-            jobs.append((f"{voice}:{word}:0", voice, phones, -1, ""))
-            jobs += [(f"{voice}:{word}:{k + 1}", voice, phones, i, sub) for k, (i, sub) in enumerate(subs)]
+    todo = jobs()
     out: dict[str, dict[str, object]] = {}
     with ProcessPoolExecutor(workers, initializer=_worker_init) as pool:
-        for key, raw in tqdm(pool.map(_render, jobs, chunksize=8), total=len(jobs), desc="evidence espeak-ng"):
+        for key, raw in tqdm(pool.map(_render, todo, chunksize=8), total=len(todo), desc="evidence espeak-ng"):
             out[key] = raw
     cache.parent.mkdir(exist_ok=True)
     tmp = cache.with_suffix(".tmp")

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -208,7 +207,7 @@ def main() -> None:
         rtf_only(args.root, args.rtf_only, args.rtf)
         return
     labels = _so762.load_labels(args.root)
-    model = default_assessor() if args.model is None else Assessor.from_dict(json.loads(args.model.read_text()))
+    model = default_assessor() if args.model is None else Assessor.load(args.model)
     if args.no_speech_check:
         model = dataclasses.replace(model, speech_gate=False)
     corpus_protocol(args.root, model, labels)

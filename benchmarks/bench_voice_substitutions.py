@@ -26,7 +26,6 @@ Data: the evidence cache of ``substitution_set.py`` under ``SO762_DIR/.learnloop
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -61,7 +60,7 @@ def main() -> None:
     ap.add_argument("--split", default="held-out", choices=("held-out", "fit"))
     ap.add_argument("--first-language", action="store_true", help="give the scorer each pair's first language")
     args = ap.parse_args()
-    model = default_assessor() if args.model is None else Assessor.from_dict(json.loads(args.model.read_text()))
+    model = default_assessor() if args.model is None else Assessor.load(args.model)
     found = substitution_set.renditions(args.root, args.split)
     correct: dict[tuple[str, str], tuple[np.ndarray, object]] = {}
     for r in found:

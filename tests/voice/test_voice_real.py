@@ -7,6 +7,7 @@ Data: 32 utterances of the speechocean762 train split with their expert labels
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -122,17 +123,18 @@ def test_bands_are_monotone_and_place_the_edges() -> None:
 
 def test_the_model_round_trips_and_refuses_a_mismatched_file(judged: list[tuple[str, Evidence]]) -> None:
     model = default_assessor()
-    again = Assessor.from_dict(json.loads(json.dumps(model.to_dict())))
+    where = resources.files("learnloop.voice")  # a sequence model's weights are read from beside the JSON
+    again = Assessor.from_dict(json.loads(json.dumps(model.to_dict())), where=where)
     ev = judged[0][1]
     np.testing.assert_allclose(again.judge(ev).phone_accuracy, model.judge(ev).phone_accuracy, atol=1e-5)
     broken = model.to_dict()
     broken["phones"] = broken["phones"][:-1]
     with pytest.raises(ValueError, match="phone set"):
-        Assessor.from_dict(broken)
+        Assessor.from_dict(broken, where=where)
     broken = model.to_dict()
     broken["bands"] = {"phone": [1.8, 1.5, 1.9]}
     with pytest.raises(ValueError, match="knots"):
-        Assessor.from_dict(broken)
+        Assessor.from_dict(broken, where=where)
 
 
 def test_a_researcher_can_fit_a_stage_on_their_own_labels(

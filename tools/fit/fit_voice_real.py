@@ -2,8 +2,17 @@
 
     python tools/fit/fit_voice_real.py SO762_DIR [--out src/learnloop/voice/assessment.json]
 
-Choices (the phone network's size and penalty, the word, utterance and *said* ridges,
-the band knot of the phone "retry" edge and the ``is_matched`` threshold) are made on
+Writes ``assessment.json`` and the sequence model's weights beside it (``assessment.npz``,
+whose SHA-256 the JSON records). Needs the ``voice-train`` extra (PyTorch) for the
+sequence model (``_sequence_torch.py``; ``--no-sequence`` fits without it) and the
+evidence caches of the substitution set and the labelled espeak-ng words for the
+*said as* choice behind ``sounds_like`` (``_said_as.py``; ``--said-as-only`` refits it
+alone on the model at ``--out``).
+
+Choices (the sequence model's size, by the mean of its three fold PCCs; the phone
+network's size and penalty; the blend of the two phone predictions, by the mean of the
+three fold PCCs of the shipped pipeline; the word, utterance and *said* ridges, the band
+knot of the phone "retry" edge and the ``is_matched`` threshold) are made on
 five speaker folds inside the train split; the final models are then fitted on the
 whole train split, each on the rows its fold models were fitted on (the word stage on
 the corpus' own words: the unsaid words are the *said* stage's to handle). The word and
@@ -17,6 +26,7 @@ Data: see ``benchmarks/_so762.py`` (speechocean762, Zhang et al. 2021, CC BY 4.0
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +38,7 @@ from threadpoolctl import threadpool_limits
 # the speechocean762 helpers the voice benchmarks share
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
+import _said_as
 import _so762
 
 from learnloop.voice.assessment import (
@@ -42,6 +53,11 @@ from learnloop.voice.assessment import (
 )
 
 NETWORKS = [(32, 1e-3), (32, 3e-3)]
+#: the sequence model's sizes tried on the folds: (width, heads, layers, feed-forward, dropout, epochs)
+SEQ_CONFIGS: list[tuple[int, int, int, int, float, int]] = [(32, 2, 2, 64, 0.1, 30)]
+#: the sequence model's share of the phone predictions, tried on the folds
+BLENDS = [0.0, 0.25, 0.5, 0.75, 1.0]
+FINAL_SEEDS = 2  # networks averaged in the shipped sequence model
 RIDGES = [0.1, 1.0, 10.0, 100.0]
 #: the band edges 80 and 90 on the experts' phone scale: 90+ when the five experts'
 #: mean is 1.9 or more (at most one calls it accented), 80+ from 1.7
@@ -126,6 +142,7 @@ def choose(
     fold: np.ndarray,
     trainable: np.ndarray,
     judge: Callable[[np.ndarray], float],
+    say: Callable[[str], None] = print,
 ) -> tuple[Fit, np.ndarray]:
     """The candidate whose out-of-fold predictions ``judge`` rates best, and those predictions
     (each fold predicted by a model fitted on the ``trainable`` rows of the other folds)."""
@@ -136,7 +153,7 @@ def choose(
             tr = (fold != k) & trainable
             oof[fold == k] = fit(x[tr], y[tr])(x[fold == k])
         score = judge(oof)
-        print(f"  {what} {name}: fold {score:.4f}")
+        say(f"  {what} {name}: fold {score:.4f}")
         if best is None or score > best[0]:
             best = (score, fit, oof)
     assert best is not None
@@ -169,60 +186,41 @@ def synthetic_phones(root: Path, folds: int) -> tuple[np.ndarray, np.ndarray, np
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(fs)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("root", type=Path)
-    ap.add_argument(
-        "--out", type=Path, default=Path(__file__).resolve().parents[2] / "src/learnloop/voice/assessment.json"
-    )
-    ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--dump", type=Path, help="save the out-of-fold predictions here (.npz)")
-    ap.add_argument(
-        "--no-synthetic", dest="synthetic", action="store_false", help="without the labelled espeak-ng renditions"
-    )
-    args = ap.parse_args()
-    threadpool_limits(1)
-    t0 = time.perf_counter()
-    labels = _so762.load_labels(args.root)
-    evs, phone_y, word_y, unsaid_flags, total_y, real, fold_of_utt = training_set(args.root, labels, args.folds)
-    utts = list(range(len(evs)))
+@dataclasses.dataclass
+class Stages:
+    """What the stages after the phone predictions learned on the folds, and their fold figures."""
 
-    # -- phone stage -------------------------------------------------------------------
-    blocks = [phone_features(evs[u]) for u in utts]
-    x = np.concatenate(blocks)
-    y = np.concatenate(phone_y)
-    counts = [len(b) for b in blocks]
-    fold = np.repeat(fold_of_utt, counts)
-    is_real = np.repeat(real, counts)  # figures and choices: the corpus' own utterances only
-    print(
-        f"train: {int(real.sum())} utterances ({is_real.sum()} phones) and {int((~real).sum())} paired with a text "
-        f"they do not say ({(~is_real).sum()} phones); {args.folds} speaker folds"
-    )
-    # labelled espeak-ng renditions of the calibration words: clear substitutions the corpus
-    # hardly has (the phone stage only; folds by word)
-    sx, sy, sfold = synthetic_phones(args.root, args.folds) if args.synthetic else (x[:0], y[:0], fold[:0])
-    if len(sy):
-        print(f"  with {len(sy)} espeak-ng phones ({int((sy == 0).sum())} substituted), folds by word")
-    best = None
-    for hidden, l2 in NETWORKS:
-        oof = np.zeros(len(y))
-        soof = np.zeros(len(sy))
-        for k in range(args.folds):
-            tr = (fold != k) & is_real  # of the corpus, the network learns from its own phones only
-            xs = np.concatenate([x[tr], sx[sfold != k]])
-            ys = np.concatenate([y[tr], sy[sfold != k]])
-            net = fit_network(xs, ys, hidden=hidden, l2=l2)
-            oof[fold == k] = net(x[fold == k])
-            soof[sfold == k] = net(sx[sfold == k])
-        r = pcc(oof[is_real], y[is_real])
-        extra = f"; espeak-ng substitutions AUC {auc(-soof, sy == 0):.3f}" if len(sy) else ""
-        print(f"  phone network hidden={hidden} l2={l2}: fold PCC {r:.4f}{extra}")
-        if best is None or r > best[0]:
-            best = (r, hidden, l2, oof)
-    assert best is not None
-    _, hidden, l2, phone_oof = best
-    phone_oof = np.clip(phone_oof, 0.0, 2.0)
+    bands: Bands
+    word_fit: Fit
+    utt_fit: Fit
+    said_fit: Fit
+    matched_above: float
+    wx: np.ndarray
+    wy: np.ndarray
+    wreal: np.ndarray
+    unsaid: np.ndarray
+    ux: np.ndarray
+    figures: dict[str, float]
 
+
+def later_stages(
+    evs: list,
+    phone_oof: np.ndarray,
+    counts: list[int],
+    seq_oof: list[tuple[np.ndarray, np.ndarray, float]] | None,
+    y: np.ndarray,
+    word_y: list[np.ndarray],
+    unsaid_flags: list[np.ndarray],
+    total_y: np.ndarray,
+    real: np.ndarray,
+    fold_of_utt: np.ndarray,
+    say: Callable[[str], None] = print,
+) -> Stages:
+    """The retry edge, the word, *said* and utterance stages on out-of-fold phone predictions
+    (and the sequence model's word and total predictions, when given), chosen on the folds;
+    ``figures``: the fold PCCs of phone, word and total as shipped (words and total scaled by
+    P(said)) on the corpus' utterances, and the rest of the fold checks."""
+    is_real = np.repeat(real, counts)
     # band edge 60: the predicted accuracy that best separates mispronounced phones
     # (experts' mean < 1) from the rest, by F1 on the folds
     wrong = y < 1.0
@@ -236,25 +234,26 @@ def main() -> None:
     t60 = float(grid[int(np.argmax(f1s))])
     bands = Bands((t60, *KNOTS_80_90))
     scores = bands.phone_score(phone_oof_real)
-    print(
-        f"  band 60 at accuracy {t60:.2f} (fold F1 {max(f1s):.3f}); detection AUC {auc(-phone_oof_real, wrong_real):.3f}; "
-        f"expert-correct phones below 60: {np.mean(scores[y_real == 2] < 60):.1%}; score PCC {pcc(scores, y_real):.4f}"
+    figures = {
+        "phone": pcc(phone_oof_real, y_real),
+        "detection_auc": auc(-phone_oof_real, wrong_real),
+        "correct_below_60": float(np.mean(scores[y_real == 2] < 60)),
+    }
+    say(
+        f"  band 60 at accuracy {t60:.2f} (fold F1 {max(f1s):.3f}); detection AUC {figures['detection_auc']:.3f}; "
+        f"expert-correct phones below 60: {figures['correct_below_60']:.1%}; score PCC {pcc(scores, y_real):.4f}"
     )
-    print(f"  phones of unsaid text scored below 60: {np.mean(bands.phone_score(phone_oof[~is_real]) < 60):.1%}")
-
-    # -- word stage (on out-of-fold phone predictions) ------------------------------------
     at = np.cumsum([0, *counts])
-    word_x = [word_features(evs[u], phone_oof[at[j] : at[j + 1]]) for j, u in enumerate(utts)]
+    seq_words = [None if seq_oof is None else np.clip(seq_oof[j][1], 0.0, 10.0) for j in range(len(evs))]
+    seq_totals = [None if seq_oof is None else float(np.clip(seq_oof[j][2], 0.0, 10.0)) for j in range(len(evs))]
+    word_x = [word_features(evs[j], phone_oof[at[j] : at[j + 1]], seq_words[j]) for j in range(len(evs))]
     wx, wy = np.concatenate(word_x), np.concatenate(word_y)
     wat = np.cumsum([0, *[len(b) for b in word_x]])  # each utterance's first word
-    phone_word_index = np.concatenate(
-        [wat[j] + np.array([g.word for g in evs[u].gops], dtype=int) for j, u in enumerate(utts)]
-    )
     wfold = np.repeat(fold_of_utt, np.diff(wat))
     wreal = np.repeat(real, np.diff(wat))
+    unsaid = np.concatenate(unsaid_flags)
     # said or not: real words (and the said words around an inserted one) against the
     # words of a text that was not said
-    unsaid = np.concatenate(unsaid_flags)
     said_fit, logit = choose(
         "said (AUC, said vs unsaid words)",
         ridges(fit_logistic),
@@ -263,6 +262,7 @@ def main() -> None:
         wfold,
         np.ones(len(wy), dtype=bool),
         lambda oof: auc(oof, ~unsaid),
+        say,
     )
     p_said = 1.0 / (1.0 + np.exp(-logit))
     # the accuracy of a said word, learned from the corpus' words only (the unsaid words are
@@ -275,78 +275,179 @@ def main() -> None:
         wfold,
         wreal,
         lambda oof: pcc((p_said * np.clip(oof, 0.0, 10.0))[wreal], wy[wreal]),
+        say,
     )
     word_oof = np.clip(word_oof, 0.0, 10.0)
-    print(f"  word fold PCC without P(said): {pcc(word_oof[wreal], wy[wreal]):.4f}")
     # is_matched: the P(said) below which 3 % of the words the experts rate 8-10 fall
     good = wreal & (wy >= 8)
     matched_above = float(np.quantile(p_said[good], 0.03))
-    print(
+    gated_word = p_said * word_oof
+    figures["word"] = pcc(gated_word[wreal], wy[wreal])
+    figures["unsaid_matched"] = float(np.mean(p_said[unsaid] >= matched_above))
+    say(
         f"  is_matched when P(said) >= {matched_above:.3f}: false for {np.mean(p_said[good] < matched_above):.1%} of "
         f"words rated 8-10, {np.mean(p_said[wreal & (wy <= 2)] < matched_above):.1%} of words rated 0-2, "
-        f"{np.mean(p_said[unsaid] < matched_above):.1%} of words not said"
+        f"{np.mean(p_said[unsaid] < matched_above):.1%} of words not said; word fold PCC {figures['word']:.4f} "
+        f"({pcc(word_oof[wreal], wy[wreal]):.4f} without P(said))"
     )
-    gated_word = p_said * word_oof
-    wrong_text = np.repeat(~real & (total_y == 0), np.diff(wat))
-    print(
-        f"  word fold PCC with P(said): {pcc(gated_word[wreal], wy[wreal]):.4f}; word score of the words of a text "
-        f"not said: mean {10 * np.mean(gated_word[wrong_text]):.1f}, 60 or more {np.mean(gated_word[wrong_text] >= 6):.1%}"
-        f"; of an inserted word: mean {10 * np.mean(gated_word[unsaid & ~wrong_text]):.1f}"
-    )
-
-    # -- utterance stage ---------------------------------------------------------------
     ux = np.concatenate(
         [
-            utterance_features(evs[u], phone_oof[at[j] : at[j + 1]], word_oof[wat[j] : wat[j + 1]])
-            for j, u in enumerate(utts)
+            utterance_features(evs[j], phone_oof[at[j] : at[j + 1]], word_oof[wat[j] : wat[j + 1]], seq_totals[j])
+            for j in range(len(evs))
         ]
     )
-    uy = total_y
     utt_fit, total_oof = choose(
-        "utterance (PCC)", ridges(fit_linear), ux, uy, fold_of_utt, real, lambda oof: pcc(oof[real], uy[real])
+        "utterance (PCC)",
+        ridges(fit_linear),
+        ux,
+        total_y,
+        fold_of_utt,
+        real,
+        lambda oof: pcc(oof[real], total_y[real]),
+        say,
     )
     share_said = np.add.reduceat(p_said, wat[:-1]) / np.diff(wat)
-    gated_total = total_oof * share_said
-    gated_phone = phone_oof * p_said[phone_word_index]
-    hard = (p_said >= 0.5).astype(float)
-    hard_total = total_oof * np.add.reduceat(hard, wat[:-1]) / np.diff(wat)
-    print(
-        f"  words said or not (P(said) >= 0.5), fold PCC on the corpus' utterances: phone "
-        f"{pcc((phone_oof * hard[phone_word_index])[is_real], y[is_real]):.4f}, word {pcc((hard * word_oof)[wreal], wy[wreal]):.4f}, "
-        f"total {pcc(hard_total[real], uy[real]):.4f}; phrases not said at all: total {np.mean(hard_total[~real & (uy == 0)]):.2f} on average"
+    gated_total = np.clip(total_oof, 0.0, 10.0) * share_said
+    figures["total"] = pcc(gated_total[real], total_y[real])
+    not_said = ~real & (total_y == 0)
+    figures["not_said_total"] = float(np.mean(gated_total[not_said]))
+    say(
+        f"  total fold PCC {figures['total']:.4f}; phrases not said at all: total {figures['not_said_total']:.2f} "
+        f"on average, {np.mean(gated_total[not_said] >= 4):.1%} of them 40 or more"
     )
-    print(
-        f"  with P(said) (the shipped rule: words and total scaled, phones not), fold PCC on the corpus' utterances: "
-        f"phone {pcc(phone_oof[is_real], y[is_real]):.4f} (scaled too: {pcc(gated_phone[is_real], y[is_real]):.4f}), "
-        f"total {pcc(gated_total[real], uy[real]):.4f}; phrases not said at all: total {np.mean(gated_total[~real & (uy == 0)]):.2f} on average, "
-        f"{np.mean(gated_total[~real & (uy == 0)] >= 4):.1%} of them 40 or more"
-    )
+    figures["mean3"] = (figures["phone"] + figures["word"] + figures["total"]) / 3
+    return Stages(bands, word_fit, utt_fit, said_fit, matched_above, wx, wy, wreal, unsaid, ux, figures)
 
-    if args.dump:
-        np.savez(
-            args.dump,
-            phone_oof=phone_oof,
-            y=y,
-            is_real=is_real,
-            phone_word_index=phone_word_index,
-            p_said=p_said,
-            word_oof=word_oof,
-            wy=wy,
-            wreal=wreal,
-            unsaid=unsaid,
-            total_oof=total_oof,
-            uy=uy,
-            real=real,
-            wat=wat,
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", type=Path)
+    ap.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parents[2] / "src/learnloop/voice/assessment.json"
+    )
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument(
+        "--no-synthetic", dest="synthetic", action="store_false", help="without the labelled espeak-ng renditions"
+    )
+    ap.add_argument("--no-sequence", dest="sequence", action="store_false", help="without the sequence model")
+    ap.add_argument(
+        "--said-as-only", action="store_true", help="refit the said-as choice of the model at --out and keep the rest"
+    )
+    args = ap.parse_args()
+    threadpool_limits(1)
+    t0 = time.perf_counter()
+    labels = _so762.load_labels(args.root)
+    evs, phone_y, word_y, unsaid_flags, total_y, real, fold_of_utt = training_set(args.root, labels, args.folds)
+    if args.said_as_only:
+        said_as = _said_as.fit_said_as_stage(args.root, evs, phone_y, real, args.folds)
+        dataclasses.replace(Assessor.load(args.out), said_as_model=said_as).save(args.out)
+        print(f"wrote {args.out} (said as refitted) in {time.perf_counter() - t0:.0f} s")
+        return
+
+    counts = [len(ev.gops) for ev in evs]
+    y = np.concatenate(phone_y)
+    is_real = np.repeat(real, counts)  # figures and choices: the corpus' own utterances only
+    # -- sequence model ------------------------------------------------------------------------
+    seq_oof, config = None, None
+    if args.sequence:
+        import _sequence_torch as seq
+        import torch
+
+        torch.set_num_threads(1)
+        utts = [
+            seq.as_utterance(ev, py, wy if r else None, t if r else float("nan"))
+            for ev, py, wy, t, r in zip(evs, phone_y, word_y, total_y, real, strict=True)
+        ]
+        wy_real = np.concatenate([w for w, r in zip(word_y, real, strict=True) if r])
+        best_seq = None
+        for candidate in SEQ_CONFIGS:
+            found = seq.out_of_fold(
+                utts, real, fold_of_utt, candidate, f"{candidate} ", cache_dir=args.root / ".learnloop"
+            )
+            ph = np.concatenate([np.clip(o[0], 0, 2) for o, r in zip(found, real, strict=True) if r])
+            wd = np.concatenate([np.clip(o[1], 0, 10) for o, r in zip(found, real, strict=True) if r])
+            tt = np.array([np.clip(o[2], 0, 10) for o, r in zip(found, real, strict=True) if r])
+            r3 = (pcc(ph, y[is_real]), pcc(wd, wy_real), pcc(tt, total_y[real]))
+            print(
+                f"  sequence model {candidate}: fold PCC phone {r3[0]:.4f}, word (said) {r3[1]:.4f}, "
+                f"total {r3[2]:.4f}; mean {np.mean(r3):.4f} ({time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
+            if best_seq is None or np.mean(r3) > best_seq[0]:
+                best_seq = (float(np.mean(r3)), candidate, found)
+        assert best_seq is not None
+        _, config, seq_oof = best_seq
+
+    # -- phone network -------------------------------------------------------------------------
+    blocks = [phone_features(ev) for ev in evs]
+    x = np.concatenate(blocks)
+    y = np.concatenate(phone_y)
+    counts = [len(b) for b in blocks]
+    fold = np.repeat(fold_of_utt, counts)
+    is_real = np.repeat(real, counts)  # figures and choices: the corpus' own utterances only
+    print(
+        f"train: {int(real.sum())} utterances ({is_real.sum()} phones) and {int((~real).sum())} paired with a text "
+        f"they do not say ({(~is_real).sum()} phones); {args.folds} speaker folds"
+    )
+    # labelled espeak-ng renditions of the calibration words: clear substitutions the corpus
+    # hardly has (the phone network only; folds by word)
+    sx, sy, sfold = synthetic_phones(args.root, args.folds) if args.synthetic else (x[:0], y[:0], fold[:0])
+    if len(sy):
+        print(f"  with {len(sy)} espeak-ng phones ({int((sy == 0).sum())} substituted), folds by word")
+    best = None
+    for hidden, l2 in NETWORKS:
+        oof = np.zeros(len(y))
+        soof = np.zeros(len(sy))
+        for k in range(args.folds):
+            tr = (fold != k) & is_real  # of the corpus, the network learns from its own phones only
+            net = fit_network(
+                np.concatenate([x[tr], sx[sfold != k]]), np.concatenate([y[tr], sy[sfold != k]]), hidden=hidden, l2=l2
+            )
+            oof[fold == k] = net(x[fold == k])
+            soof[sfold == k] = net(sx[sfold == k])
+        r = pcc(oof[is_real], y[is_real])
+        extra = f"; espeak-ng substitutions AUC {auc(-soof, sy == 0):.3f}" if len(sy) else ""
+        print(f"  phone network hidden={hidden} l2={l2}: fold PCC {r:.4f}{extra}", flush=True)
+        if best is None or r > best[0]:
+            best = (r, hidden, l2, oof)
+    assert best is not None
+    _, hidden, l2, net_oof = best
+
+    # -- the blend and the later stages, chosen by the mean of the three fold PCCs ---------------
+    seq_phone = None if seq_oof is None else np.concatenate([o[0] for o in seq_oof])
+    best_stage = None
+    for blend in BLENDS if seq_phone is not None else [None]:
+        phone_oof = net_oof if blend is None or seq_phone is None else (1 - blend) * net_oof + blend * seq_phone
+        phone_oof = np.clip(phone_oof, 0.0, 2.0)
+        print(f"blend {blend}:" if blend is not None else "per-phone network alone:")
+        st = later_stages(
+            evs, phone_oof, counts, None if blend is None else seq_oof, y, word_y, unsaid_flags, total_y, real,
+            fold_of_utt,
+        )  # fmt: skip
+        f = st.figures
+        print(
+            f"  => fold PCC phone {f['phone']:.4f}, word {f['word']:.4f}, total {f['total']:.4f}; mean {f['mean3']:.4f}",
+            flush=True,
         )
+        if best_stage is None or f["mean3"] > best_stage[0]:
+            best_stage = (f["mean3"], blend, st)
+    assert best_stage is not None
+    _, blend, st = best_stage
+    print(f"chosen: blend {blend}, sequence model {config}")
 
     # -- final fit on the whole train split --------------------------------------------
     phone = fit_network(np.concatenate([x[is_real], sx]), np.concatenate([y[is_real], sy]), hidden=hidden, l2=l2)
-    word = word_fit(wx[wreal], wy[wreal])  # the corpus' words, as on the folds
-    utterance = utt_fit(ux[real], uy[real])
-    said = said_fit(wx, (~unsaid).astype(float))
-    model = Assessor(phone, word, utterance, bands, said, matched_above)
-    model.save(str(args.out))
+    word = st.word_fit(st.wx[st.wreal], st.wy[st.wreal])  # the corpus' words, as on the folds
+    utterance = st.utt_fit(st.ux[real], total_y[real])
+    said = st.said_fit(st.wx, (~st.unsaid).astype(float))
+    sequence = None
+    if blend is not None and config is not None:
+        import _sequence_torch as seq
+
+        final = [u for u, r in zip(utts, real, strict=True) if r]
+        sequence = seq.final_model(final, config, FINAL_SEEDS, args.root / ".learnloop")
+    model = Assessor(phone, word, utterance, st.bands, said, st.matched_above, sequence=sequence, blend=blend or 0.0)
+    model.save(args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KB) in {time.perf_counter() - t0:.0f} s")
 
 

@@ -20,6 +20,13 @@ Three stages, each fed by the one before:
   ``is_matched`` is this probability at ``matched_above`` or more (chosen so that
   3 % of the words the experts rate 8-10 fall below it on the train folds).
 
+With a **sequence model** (:mod:`learnloop.voice.sequence`: a small transformer over
+every phone of the utterance, :func:`sequence_features`, after GOPT), its phone
+predictions are blended with the network's (``blend``: the sequence model's share),
+and its word and total predictions are one more input of the word, *said* and
+utterance stages. Its weights ship beside ``assessment.json`` in ``assessment.npz``,
+whose SHA-256 the JSON records; a file that does not match is refused.
+
 Audio that holds no speech (a tone, hum, noise: :mod:`learnloop.voice.speech`) is
 judged before any stage: nothing was said, and every prediction and score is 0.
 
@@ -35,6 +42,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -42,7 +51,10 @@ import numpy as np
 from learnloop.voice.calibration import CALIBRATION, Calibration
 from learnloop.voice.evidence import Evidence
 from learnloop.voice.gop import SCORING_PHONES
+from learnloop.voice.learned import Linear, Network, fit_linear, fit_logistic, fit_network, sigmoid
 from learnloop.voice.phonemes import PHONES, VOWELS
+from learnloop.voice.saidas import SaidAs
+from learnloop.voice.sequence import SequenceModel
 from learnloop.voice.speech import heard
 
 __all__ = [
@@ -57,7 +69,9 @@ __all__ = [
     "fit_logistic",
     "fit_network",
     "phone_features",
+    "sequence_features",
     "utterance_features",
+    "utterance_timing",
     "word_features",
 ]
 
@@ -119,6 +133,58 @@ def phone_features(ev: Evidence, calibration: Calibration = CALIBRATION) -> np.n
     return np.column_stack([*columns, llr, identity])
 
 
+#: phone-level columns :func:`sequence_features` adds to :func:`phone_features`
+SEQUENCE_EXTRA: Final = 6
+
+
+def sequence_features(ev: Evidence, calibration: Calibration = CALIBRATION) -> np.ndarray:
+    """One row per aligned phone: :func:`phone_features` and its place in the utterance
+    (relative position, word number), the pauses before and after its word (log frames,
+    on the word's first and last phone), and the utterance's length in phones and words."""
+    base = phone_features(ev, calibration)
+    n = len(ev.gops)
+    if n == 0:
+        return np.zeros((0, base.shape[1] + SEQUENCE_EXTRA))
+    word = np.array([g.word for g in ev.gops])
+    start = np.array([g.start for g in ev.gops])
+    end = np.array([g.end for g in ev.gops])
+    gap = np.log1p(np.maximum(start[1:] - end[:-1], 0))
+    gap_before, gap_after = np.zeros(n), np.zeros(n)
+    gap_before[1:] = np.where(word[1:] != word[:-1], gap, 0.0)
+    gap_after[:-1] = np.where(word[:-1] != word[1:], gap, 0.0)
+    n_words = max(len(ev.pronunciations), 1)
+    extra = [
+        np.arange(n) / max(n - 1, 1),
+        word / max(n_words - 1, 1),
+        gap_before,
+        gap_after,
+        np.full(n, np.log(n)),
+        np.full(n, np.log(n_words)),
+    ]
+    return np.column_stack([base, *extra])
+
+
+def utterance_timing(ev: Evidence) -> np.ndarray:
+    """The utterance's timing and word fit, for the sequence model's utterance head: speech
+    rate, long pauses per word, pause share, speech share, log words, mean word match and
+    the share of words that match badly."""
+    spans = [s for s in _word_spans(ev) if s is not None]
+    gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+    n_words = max(len(ev.pronunciations), 1)
+    match = np.maximum(np.array(ev.word_match, dtype=np.float64), _MATCH_CLIP)
+    return np.array(
+        [
+            100.0 * len(ev.gops) / max(ev.speech_frames, 1),
+            sum(1 for g in gaps if g >= _PAUSE_FRAMES) / n_words,
+            float(sum(gaps)) / max(ev.speech_frames, 1),
+            ev.speech_frames / max(ev.n_frames, 1),
+            float(np.log(n_words)),
+            float(match.mean()) if len(match) else 0.0,
+            float(np.mean(match < -2.0)) if len(match) else 0.0,
+        ]
+    )
+
+
 def _word_spans(ev: Evidence) -> list[tuple[int, int] | None]:
     spans: list[tuple[int, int] | None] = [None] * len(ev.pronunciations)
     for g in ev.gops:
@@ -127,9 +193,10 @@ def _word_spans(ev: Evidence) -> list[tuple[int, int] | None]:
     return spans
 
 
-def word_features(ev: Evidence, phone_pred: np.ndarray) -> np.ndarray:
+def word_features(ev: Evidence, phone_pred: np.ndarray, sequence_words: np.ndarray | None = None) -> np.ndarray:
     """One row per word of the phrase: its phones' predicted accuracy (mean, min), how
-    well its phones explain its audio, its length and duration, the utterance's mean."""
+    well its phones explain its audio, its length and duration, the utterance's mean
+    (and the sequence model's word prediction, when given)."""
     n_words = len(ev.pronunciations)
     word = np.array([g.word for g in ev.gops], dtype=np.intp)
     utt_mean = float(phone_pred.mean()) if len(phone_pred) else 0.0
@@ -148,12 +215,16 @@ def word_features(ev: Evidence, phone_pred: np.ndarray) -> np.ndarray:
                 utt_mean,
             ]
         )
-    return np.array(rows, dtype=np.float64).reshape(n_words, 6)
+    out = np.array(rows, dtype=np.float64).reshape(n_words, 6)
+    return out if sequence_words is None else np.column_stack([out, sequence_words])
 
 
-def utterance_features(ev: Evidence, phone_pred: np.ndarray, word_pred: np.ndarray) -> np.ndarray:
+def utterance_features(
+    ev: Evidence, phone_pred: np.ndarray, word_pred: np.ndarray, sequence_total: float | None = None
+) -> np.ndarray:
     """One row: the phrase's phone and word predictions, how many words its phones explain,
-    and its timing (speech rate, long pauses between words, speech share)."""
+    its timing (speech rate, long pauses between words, speech share) and the sequence
+    model's total, when given."""
     spans = [s for s in _word_spans(ev) if s is not None]
     gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:])]
     long_pauses = sum(1 for g in gaps if g >= _PAUSE_FRAMES)
@@ -172,140 +243,9 @@ def utterance_features(ev: Evidence, phone_pred: np.ndarray, word_pred: np.ndarr
         ev.speech_frames / max(ev.n_frames, 1),
         float(np.log(n_words)),
     ]
+    if sequence_total is not None:
+        row.append(sequence_total)
     return np.array([row], dtype=np.float64)
-
-
-# -- models ------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class Linear:
-    """``y = b + w . (x - mean) / sd``."""
-
-    mean: np.ndarray
-    sd: np.ndarray
-    weights: np.ndarray
-    bias: float
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        return ((x - self.mean) / self.sd) @ self.weights + self.bias  # type: ignore[no-any-return]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mean": _list(self.mean), "sd": _list(self.sd), "weights": _list(self.weights), "bias": self.bias}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Linear:
-        return cls(_array(d["mean"]), _array(d["sd"]), _array(d["weights"]), float(d["bias"]))
-
-
-@dataclass(frozen=True, eq=False)
-class Network:
-    """``y = b2 + w2 . tanh(W1 (x - mean) / sd + b1)``: one hidden layer."""
-
-    mean: np.ndarray
-    sd: np.ndarray
-    w1: np.ndarray
-    b1: np.ndarray
-    w2: np.ndarray
-    b2: float
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        return np.tanh(((x - self.mean) / self.sd) @ self.w1 + self.b1) @ self.w2 + self.b2  # type: ignore[no-any-return]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mean": _list(self.mean),
-            "sd": _list(self.sd),
-            "w1": _list(self.w1),
-            "b1": _list(self.b1),
-            "w2": _list(self.w2),
-            "b2": self.b2,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Network:
-        return cls(
-            _array(d["mean"]), _array(d["sd"]), _array(d["w1"]), _array(d["b1"]), _array(d["w2"]), float(d["b2"])
-        )
-
-
-def _list(a: np.ndarray) -> Any:
-    return np.asarray(a, dtype=np.float64).round(6).tolist()
-
-
-def _array(v: Any) -> np.ndarray:
-    out = np.asarray(v, dtype=np.float64)
-    out.setflags(write=False)
-    return out
-
-
-def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mean = x.mean(axis=0)
-    sd = x.std(axis=0)
-    return mean, np.where(sd > 1e-9, sd, 1.0)
-
-
-def fit_linear(x: np.ndarray, y: np.ndarray, *, ridge: float = 1.0) -> Linear:
-    """Ridge regression on standardised columns (the bias is not penalised)."""
-    mean, sd = _standardise(x)
-    z = (x - mean) / sd
-    a = z.T @ z + ridge * np.eye(z.shape[1])
-    weights = np.linalg.solve(a, z.T @ (y - y.mean()))
-    return Linear(mean, sd, weights, float(y.mean()))
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, *, ridge: float = 1.0, iterations: int = 50) -> Linear:
-    """Logistic regression (Newton steps, ``ridge`` on the standardised weights): a
-    :class:`Linear` giving the log-odds of ``y`` = 1."""
-    mean, sd = _standardise(x)
-    z = np.column_stack([np.ones(len(x)), (x - mean) / sd])
-    w = np.zeros(z.shape[1])
-    penalty = ridge * np.eye(z.shape[1])
-    penalty[0, 0] = 0.0
-    for _ in range(iterations):
-        p = _sigmoid(z @ w)
-        grad = z.T @ (p - y) + penalty @ w
-        hess = (z * (p * (1 - p))[:, None]).T @ z + penalty
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.max(np.abs(step)) < 1e-8:
-            break
-    return Linear(mean, sd, w[1:], float(w[0]))
-
-
-def _sigmoid(v: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(v, -50.0, 50.0)))  # type: ignore[no-any-return]
-
-
-def fit_network(
-    x: np.ndarray, y: np.ndarray, *, hidden: int = 16, l2: float = 1e-3, iterations: int = 300, seed: int = 0
-) -> Network:
-    """Squared error plus ``l2`` times the squared weights, minimised by L-BFGS."""
-    from scipy.optimize import minimize
-
-    mean, sd = _standardise(x)
-    z = (x - mean) / sd
-    n, p = z.shape
-    rng = np.random.default_rng(seed)
-    cut = (p * hidden, p * hidden + hidden, p * hidden + 2 * hidden)
-
-    def unpack(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        return theta[: cut[0]].reshape(p, hidden), theta[cut[0] : cut[1]], theta[cut[1] : cut[2]], float(theta[-1])
-
-    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        w1, b1, w2, b2 = unpack(theta)
-        h = np.tanh(z @ w1 + b1)
-        err = h @ w2 + b2 - y
-        value = float(np.mean(err**2) + l2 * (np.sum(w1**2) + np.sum(w2**2)))
-        g = 2.0 * err / n
-        gh = np.outer(g, w2) * (1.0 - h**2)
-        grad = np.concatenate([(z.T @ gh + 2 * l2 * w1).ravel(), gh.sum(0), h.T @ g + 2 * l2 * w2, [g.sum()]])
-        return value, grad
-
-    start = np.concatenate(
-        [rng.normal(0.0, p**-0.5, p * hidden), np.zeros(hidden), rng.normal(0.0, hidden**-0.5, hidden), [y.mean()]]
-    )
-    found = minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": iterations})
-    w1, b1, w2, b2 = unpack(found.x)
-    return Network(mean, sd, w1, b1, w2, b2)
 
 
 @dataclass(frozen=True)
@@ -355,22 +295,37 @@ class Assessor:
     matched_above: float = 0.5  # is_matched: the probability that the word was said is at least this
     calibration: Calibration = CALIBRATION
     speech_gate: bool = True  # judge audio that holds no speech as nothing said (False: score it anyway)
+    sequence: SequenceModel | None = None
+    blend: float = 0.0  # the sequence model's share of the phone predictions
+    said_as_model: SaidAs | None = None  # the learned choice behind sounds_like (None: the best competitor)
+
+    def sequence_predictions(self, ev: Evidence) -> tuple[np.ndarray, np.ndarray, float]:
+        """The sequence model's phone (0-2), word and total (0-10) predictions, unclipped."""
+        if self.sequence is None:
+            raise ValueError("this assessor has no sequence model")
+        word = np.array([g.word for g in ev.gops], dtype=np.intp)
+        x = sequence_features(ev, self.calibration)
+        return self.sequence(x, word, utterance_timing(ev), len(ev.pronunciations))
 
     def judge(self, ev: Evidence) -> Judgement:
         """The judgements of one utterance (see the module's docstring)."""
         if self.speech_gate and not heard(ev):
             return _unheard(ev)
-        if ev.gops:
-            phone_acc = np.clip(self.phone(phone_features(ev, self.calibration)), 0.0, 2.0)
-        else:
-            phone_acc = np.zeros(0)
-        features = word_features(ev, phone_acc)
+        phone_acc = self.phone(phone_features(ev, self.calibration)) if ev.gops else np.zeros(0)
+        seq_words: np.ndarray | None = None
+        seq_total: float | None = None
+        if self.sequence is not None:
+            seq_phone, words, total = self.sequence_predictions(ev)
+            phone_acc = (1.0 - self.blend) * phone_acc + self.blend * seq_phone
+            seq_words, seq_total = np.clip(words, 0.0, 10.0), float(np.clip(total, 0.0, 10.0))
+        phone_acc = np.clip(phone_acc, 0.0, 2.0)
+        features = word_features(ev, phone_acc, seq_words)
         word_acc = np.clip(self.word(features), 0.0, 10.0)
-        said = _sigmoid(self.said(features))
+        said = sigmoid(self.said(features))
         aligned = np.zeros(len(ev.pronunciations), dtype=bool)
         aligned[[g.word for g in ev.gops]] = True
         said = np.where(aligned, said, 0.0)  # a word with no aligned phone was not heard
-        total = float(np.clip(self.utterance(utterance_features(ev, phone_acc, word_acc))[0], 0.0, 10.0))
+        total = float(np.clip(self.utterance(utterance_features(ev, phone_acc, word_acc, seq_total))[0], 0, 10))
         total = total * float(said.mean()) if ev.gops else 0.0
         word_acc = said * word_acc
         return Judgement(
@@ -385,9 +340,14 @@ class Assessor:
 
     def said_as(self, ev: Evidence, *, first_language: str | None = None) -> tuple[str, ...]:
         """Per aligned phone (``ev.gops`` order), the phone other than the target that it was most
-        likely said as (``#``: nothing was said), whatever its score: the plausible competitor that
-        fits the audio best (``first_language`` is not used by this choice)."""
-        return tuple(self.calibration.best_substitute(g.phone, g.llr) for g in ev.gops)
+        likely said as (``#``: nothing was said), whatever its score: the learned choice
+        (:mod:`learnloop.voice.saidas`; ``first_language``, one of
+        :data:`~learnloop.voice.confusions.FIRST_LANGUAGES`, brings in that language's patterns)
+        or, in a model without one, the plausible competitor that fits the audio best."""
+        if self.said_as_model is None:
+            return tuple(self.calibration.best_substitute(g.phone, g.llr) for g in ev.gops)
+        m, cal = self.said_as_model, self.calibration
+        return tuple(m.other(g.phone, g.llr, g.end - g.start, first_language, cal) for g in ev.gops)
 
     def sounds_like(self, ev: Evidence, judgement: Judgement, *, first_language: str | None = None) -> tuple[str, ...]:
         """Per aligned phone (``ev.gops`` order), the phone it sounds like: itself when it scores
@@ -400,8 +360,9 @@ class Assessor:
             for g, value, other in zip(ev.gops, judgement.phone_scores, said, strict=True)
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, sequence_file: str = "assessment.npz") -> dict[str, Any]:
+        """The model as JSON values; a sequence model is named by the file of its weights."""
+        out = {
             "source": "fitted on the speechocean762 train split (Zhang et al., 2021; CC BY 4.0)",
             "phone_features": 15 + len(SCORING_PHONES) + len(PHONES),
             "phones": list(PHONES),
@@ -413,9 +374,18 @@ class Assessor:
             "said": self.said.to_dict(),
             "matched_above": round(self.matched_above, 4),
         }
+        if self.said_as_model is not None:
+            out["said_as"] = self.said_as_model.to_dict()
+        if self.sequence is not None:
+            out["sequence"] = {"file": sequence_file, "sha256": self.sequence.sha256(), "blend": self.blend}
+        return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], calibration: Calibration = CALIBRATION) -> Assessor:
+    def from_dict(
+        cls, d: dict[str, Any], calibration: Calibration = CALIBRATION, where: Path | Traversable | None = None
+    ) -> Assessor:
+        """The model of :meth:`to_dict`; a sequence model's weights are read from ``where`` (the
+        folder of the JSON file) and refused unless their SHA-256 is the one recorded."""
         if d.get("phones") != list(PHONES) or d.get("candidates") != list(SCORING_PHONES):
             raise ValueError("assessment model does not match the phone set")
         phone = Network.from_dict(d["phone"])
@@ -429,18 +399,41 @@ class Assessor:
         matched_above = float(d["matched_above"])
         if not 0.0 < matched_above < 1.0:
             raise ValueError(f"matched_above must lie in (0, 1), not {matched_above}")
-        return cls(phone, word, utterance, Bands(knots), said, matched_above, calibration)
+        sequence, blend = None, 0.0
+        if "sequence" in d:
+            if where is None:
+                raise ValueError("a model with a sequence model is loaded from its folder (Assessor.load)")
+            data = where.joinpath(d["sequence"]["file"]).read_bytes()
+            sequence, blend = SequenceModel.load(data, d["sequence"]["sha256"]), float(d["sequence"]["blend"])
+            if not 0.0 <= blend <= 1.0:
+                raise ValueError(f"blend must lie in [0, 1], not {blend}")
+        said_as = SaidAs.from_dict(d["said_as"]) if "said_as" in d else None
+        return cls(
+            phone, word, utterance, Bands(knots), said, matched_above, calibration, True, sequence, blend, said_as
+        )
 
-    def save(self, path: str) -> None:
+    @classmethod
+    def load(cls, path: str | Path, calibration: Calibration = CALIBRATION) -> Assessor:
+        """A model written by :meth:`save` (a sequence model's weights read from beside it)."""
+        path = Path(path)
+        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")), calibration, path.parent)
+
+    def save(self, path: str | Path) -> None:
+        """Write the model to ``path`` (JSON) and a sequence model's weights beside it (same
+        name, ``.npz``)."""
+        path = Path(path)
+        if self.sequence is not None:
+            path.with_suffix(".npz").write_bytes(self.sequence.to_bytes())
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, separators=(",", ":"))
+            json.dump(self.to_dict(path.with_suffix(".npz").name), f, separators=(",", ":"))
 
 
 @cache
 def default_assessor() -> Assessor:
     """The shipped model (``assessment.json``), loaded once."""
-    text = resources.files("learnloop.voice").joinpath("assessment.json").read_text(encoding="utf-8")
-    return Assessor.from_dict(json.loads(text))
+    here = resources.files("learnloop.voice")
+    text = here.joinpath("assessment.json").read_text(encoding="utf-8")
+    return Assessor.from_dict(json.loads(text), where=here)
 
 
 def _unheard(ev: Evidence) -> Judgement:
