@@ -329,7 +329,7 @@ class Server:
         command += [] if voice else ["--no-voice"]
         self.log = open(cwd / f"server-{self.port}.log", "w")
         self.process = subprocess.Popen(command, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # a busy shared machine: workers may take minutes to start
         while True:
             if self.process.poll() is not None:
                 self.log.flush()
@@ -341,7 +341,7 @@ class Server:
                 pass
             if time.monotonic() > deadline:
                 self.stop()
-                raise SystemExit("the server did not answer /readyz within 120 s")
+                raise SystemExit("the server did not answer /readyz within 300 s")
             time.sleep(0.2)
 
     def stop(self) -> None:
@@ -555,6 +555,7 @@ def main() -> None:
         help="only the voice flood, at the first of --workers on the first of --stores (a fresh server per repeat)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="voice floods to run (the median ratio is reported)")
+    parser.add_argument("--pairs", type=int, default=1, help="learn runs alone and during the flood, per server")
     parser.add_argument("--no-limits", action="store_true", help="keys file without [rate_limits]")
     parser.add_argument("--threads", type=int, default=None, help="learnloop serve --threads (default: its own)")
     parser.add_argument("--postgres", default=None, help="a PostgreSQL server URL where databases may be created")
@@ -607,7 +608,7 @@ def main() -> None:
                         drop_postgres(pg_server, url)
         if args.voice or args.flood_only:
             at = (stores[0], workers[0]) if args.flood_only else best_config(results)
-            floods = [voice_flood(args, folder, keys, scripts, *at) for _ in range(max(1, args.repeat))]
+            floods = [f for _ in range(max(1, args.repeat)) for f in voice_flood(args, folder, keys, scripts, *at)]
             ratios = sorted(f["flood"].p99_ms / f["alone"].p99_ms for f in floods)
             voice = sorted(floods, key=lambda f: f["flood"].p99_ms / f["alone"].p99_ms)[(len(floods) - 1) // 2]
             if len(floods) > 1:
@@ -634,8 +635,9 @@ def voice_ratio(voice: dict) -> float:
 
 def voice_flood(
     args: argparse.Namespace, folder: Path, keys: Path, scripts: dict[str, Path], store: str, count: int
-) -> dict:
-    """The learn scenario alone, then beside 50 connections of another key posting scorings."""
+) -> list[dict]:
+    """The learn scenario alone, then beside 50 connections of another key posting scorings; ``--pairs`` times
+    on the same server (neighbouring windows: a load that drifts moves both runs of a pair alike)."""
     pg_server = postgres_url(args.postgres) if store == "postgres" else None
     url = fresh_postgres(pg_server) if pg_server else f"sqlite:///{folder / f'voice-{uuid.uuid4().hex[:8]}.db'}"
     body, content_type = voice_body(folder)
@@ -648,25 +650,28 @@ def voice_flood(
         warm = urllib.request.Request(server.base + "/api/v1/score", data=body.read_bytes(), method="POST")
         warm.add_header("Content-Type", content_type)
         warm.add_header("X-API-KEY", KEYS["learn"])
-        with urllib.request.urlopen(warm, timeout=120) as answer:
+        with urllib.request.urlopen(warm, timeout=600) as answer:  # idle-class: slow on a busy machine
             print(f"scorer warm-up: {answer.status}")
         learn(server.base, scripts["learn"], args.learners, min(2.0, args.seconds), 2000, f"warm{run}")
-        alone = learn(server.base, scripts["learn"], args.learners, args.seconds, args.cap, f"a{run}")
-        show(f"[{store} x{count}] learn alone", alone)
-        flood = subprocess.Popen(
-            ["wrk", "-t", "2", "-c", "50", "-d", f"{args.seconds + 4:g}s", "--timeout", "60s", "-s"]
-            + [str(scripts["voice"]), server.base, "--", KEYS["voice"], str(body), content_type],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(2)  # the flood is under way
-        during = learn(server.base, scripts["learn"], args.learners, args.seconds, args.cap, f"f{run}")
-        out, _ = flood.communicate(timeout=args.seconds + 180)
-        line = next((ln for ln in out.splitlines() if ln.startswith("VOICE ")), "VOICE {}")
-        statuses = json.loads(line[6:]).get("statuses", {})
-        show(f"[{store} x{count}] learn during the voice flood", during)
-        print(f"voice flood answers: {statuses}; p99 ratio {during.p99_ms / alone.p99_ms:.2f}", flush=True)
-        return {"store": store, "workers": count, "alone": alone, "flood": during, "statuses": statuses}
+        pairs = []
+        for k in range(max(1, args.pairs)):
+            alone = learn(server.base, scripts["learn"], args.learners, args.seconds, args.cap, f"a{k}{run}")
+            show(f"[{store} x{count}] learn alone", alone)
+            flood = subprocess.Popen(
+                ["wrk", "-t", "2", "-c", "50", "-d", f"{args.seconds + 4:g}s", "--timeout", "60s", "-s"]
+                + [str(scripts["voice"]), server.base, "--", KEYS["voice"], str(body), content_type],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            time.sleep(2)  # the flood is under way
+            during = learn(server.base, scripts["learn"], args.learners, args.seconds, args.cap, f"f{k}{run}")
+            out, _ = flood.communicate(timeout=args.seconds + 180)
+            line = next((ln for ln in out.splitlines() if ln.startswith("VOICE ")), "VOICE {}")
+            statuses = json.loads(line[6:]).get("statuses", {})
+            show(f"[{store} x{count}] learn during the voice flood", during)
+            print(f"voice flood answers: {statuses}; p99 ratio {during.p99_ms / alone.p99_ms:.2f}", flush=True)
+            pairs.append({"store": store, "workers": count, "alone": alone, "flood": during, "statuses": statuses})
+        return pairs
     finally:
         server.stop()
         if pg_server:
