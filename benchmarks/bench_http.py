@@ -333,7 +333,7 @@ class Server:
         command += [] if voice else ["--no-voice"]
         self.log = open(cwd / f"server-{self.port}.log", "w")
         self.process = subprocess.Popen(command, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # a busy shared machine: workers may take minutes to start
         while True:
             if self.process.poll() is not None:
                 self.log.flush()
@@ -345,7 +345,7 @@ class Server:
                 pass
             if time.monotonic() > deadline:
                 self.stop()
-                raise SystemExit("the server did not answer /readyz within 120 s")
+                raise SystemExit("the server did not answer /readyz within 300 s")
             time.sleep(0.2)
 
     def stop(self) -> None:
@@ -563,6 +563,13 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=50_000, help="most requests per connection in a run")
     parser.add_argument("--quick", action="store_true", help="3 s runs")
     parser.add_argument("--voice", action="store_true", help="also run the voice flood (needs the voice extra)")
+    parser.add_argument(
+        "--flood-only",
+        action="store_true",
+        help="only the voice flood, at the first of --workers on the first of --stores (a fresh server per repeat)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="voice floods to run (the median ratio is reported)")
+    parser.add_argument("--pairs", type=int, default=1, help="learn runs alone and during the flood, per server")
     parser.add_argument("--no-limits", action="store_true", help="keys file without [rate_limits]")
     parser.add_argument("--threads", type=int, default=None, help="learnloop serve --threads (default: its own)")
     parser.add_argument("--postgres", default=None, help="a PostgreSQL server URL where databases may be created")
@@ -600,7 +607,7 @@ def main() -> None:
         scripts = {"learn": folder / "learn.lua", "ingest": folder / "ingest.lua", "voice": folder / "voice.lua"}
         for name, text in (("learn", LEARN_LUA), ("ingest", INGEST_LUA), ("voice", VOICE_LUA)):
             scripts[name].write_text(text)
-        for store in stores:
+        for store in [] if args.flood_only else stores:
             for count in workers:
                 pg_server = postgres_url(args.postgres) if store == "postgres" else None
                 url = fresh_postgres(pg_server) if pg_server else f"sqlite:///{folder / f'bench-{count}.db'}"
@@ -620,8 +627,15 @@ def main() -> None:
                     server.stop()
                     if pg_server:
                         drop_postgres(pg_server, url)
-        if args.voice:
-            voice = voice_flood(args, folder, keys, scripts, results)
+        if args.voice or args.flood_only:
+            at = (stores[0], workers[0]) if args.flood_only else best_config(results)
+            floods = [f for _ in range(max(1, args.repeat)) for f in voice_flood(args, folder, keys, scripts, *at)]
+            ratios = sorted(f["flood"].p99_ms / f["alone"].p99_ms for f in floods)
+            voice = sorted(floods, key=lambda f: f["flood"].p99_ms / f["alone"].p99_ms)[(len(floods) - 1) // 2]
+            if len(floods) > 1:
+                print(
+                    f"voice flood p99 ratios: {', '.join(f'{r:.2f}' for r in ratios)}; median {voice_ratio(voice):.2f}"
+                )
     loads_after = load_average()
     for check in targets(results, voice):
         print("target", check)
@@ -629,13 +643,24 @@ def main() -> None:
         replace_block(args.docs, "bench_http", docs_block(results, voice, args, (loads_before, loads_after)))
 
 
-def voice_flood(args: argparse.Namespace, folder: Path, keys: Path, scripts: dict[str, Path], results: list) -> dict:
-    """The learn scenario alone, then beside 50 connections of another key posting scorings."""
+def best_config(results: list[dict]) -> tuple[str, int]:
+    """The first store's best worker count (by learn requests/s)."""
     first = [r for r in results if r["store"] == results[0]["store"]]
     best = max(first, key=lambda r: r["learn"].rate)
-    store, count = best["store"], best["workers"]
+    return best["store"], best["workers"]
+
+
+def voice_ratio(voice: dict) -> float:
+    return float(voice["flood"].p99_ms / voice["alone"].p99_ms)
+
+
+def voice_flood(
+    args: argparse.Namespace, folder: Path, keys: Path, scripts: dict[str, Path], store: str, count: int
+) -> list[dict]:
+    """The learn scenario alone, then beside 50 connections of another key posting scorings; ``--pairs`` times
+    on the same server (neighbouring windows: a load that drifts moves both runs of a pair alike)."""
     pg_server = postgres_url(args.postgres) if store == "postgres" else None
-    url = fresh_postgres(pg_server) if pg_server else f"sqlite:///{folder / 'voice.db'}"
+    url = fresh_postgres(pg_server) if pg_server else f"sqlite:///{folder / f'voice-{uuid.uuid4().hex[:8]}.db'}"
     body, content_type = voice_body(folder)
     server = Server(
         url, count, keys, folder, voice=True, extra=[] if args.threads is None else ["--threads", str(args.threads)]
@@ -646,25 +671,28 @@ def voice_flood(args: argparse.Namespace, folder: Path, keys: Path, scripts: dic
         warm = urllib.request.Request(server.base + "/api/v1/score", data=body.read_bytes(), method="POST")
         warm.add_header("Content-Type", content_type)
         warm.add_header("X-API-KEY", KEYS["learn"])
-        with urllib.request.urlopen(warm, timeout=120) as answer:
+        with urllib.request.urlopen(warm, timeout=600) as answer:  # idle-class: slow on a busy machine
             print(f"scorer warm-up: {answer.status}")
         learn(server.base, scripts["learn"], args.learners, min(2.0, args.seconds), 2000, f"warm{run}")
-        alone = learn(server.base, scripts["learn"], args.learners, args.seconds, args.cap, f"a{run}")
-        show(f"[{store} x{count}] learn alone", alone)
-        flood = subprocess.Popen(
-            ["wrk", "-t", "2", "-c", "50", "-d", f"{args.seconds + 4:g}s", "--timeout", "60s", "-s"]
-            + [str(scripts["voice"]), server.base, "--", KEYS["voice"], str(body), content_type],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(2)  # the flood is under way
-        during = learn(server.base, scripts["learn"], args.learners, args.seconds, args.cap, f"f{run}")
-        out, _ = flood.communicate(timeout=args.seconds + 180)
-        line = next((ln for ln in out.splitlines() if ln.startswith("VOICE ")), "VOICE {}")
-        statuses = json.loads(line[6:]).get("statuses", {})
-        show(f"[{store} x{count}] learn during the voice flood", during)
-        print(f"voice flood answers: {statuses}; p99 ratio {during.p99_ms / alone.p99_ms:.2f}")
-        return {"store": store, "workers": count, "alone": alone, "flood": during, "statuses": statuses}
+        pairs = []
+        for k in range(max(1, args.pairs)):
+            alone = learn(server.base, scripts["learn"], args.learners, args.seconds, args.cap, f"a{k}{run}")
+            show(f"[{store} x{count}] learn alone", alone)
+            flood = subprocess.Popen(
+                ["wrk", "-t", "2", "-c", "50", "-d", f"{args.seconds + 4:g}s", "--timeout", "60s", "-s"]
+                + [str(scripts["voice"]), server.base, "--", KEYS["voice"], str(body), content_type],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            time.sleep(2)  # the flood is under way
+            during = learn(server.base, scripts["learn"], args.learners, args.seconds, args.cap, f"f{k}{run}")
+            out, _ = flood.communicate(timeout=args.seconds + 180)
+            line = next((ln for ln in out.splitlines() if ln.startswith("VOICE ")), "VOICE {}")
+            statuses = json.loads(line[6:]).get("statuses", {})
+            show(f"[{store} x{count}] learn during the voice flood", during)
+            print(f"voice flood answers: {statuses}; p99 ratio {during.p99_ms / alone.p99_ms:.2f}", flush=True)
+            pairs.append({"store": store, "workers": count, "alone": alone, "flood": during, "statuses": statuses})
+        return pairs
     finally:
         server.stop()
         if pg_server:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -96,5 +100,74 @@ def test_the_scoring_processes_run_below_the_servers_cpu_priority() -> None:
         assert children
         here = os.getpriority(os.PRIO_PROCESS, 0)
         assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in children} == {min(here + SCORING_NICENESS, 19)}
+        if hasattr(os, "SCHED_IDLE"):  # Linux: every thread of the child gets a core only when none else wants it
+            threads = [int(t) for pid in children for t in os.listdir(f"/proc/{pid}/task")]
+            assert threads and {os.sched_getscheduler(t) for t in threads} == {os.SCHED_IDLE}
+            assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the serving process keeps its own
     finally:
         processes.close()
+
+
+def test_a_scoring_is_charged_the_cpu_of_every_thread_of_its_process() -> None:
+    import threading
+
+    from learnloop.server.throttle import _child_call
+
+    def spin(seconds: float) -> None:
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    def facade_with_a_helper_thread() -> Any:
+        class Facade:
+            def handle(self, method: str, path: str, **_: Any) -> str:
+                helper = threading.Thread(target=spin, args=(0.2,))  # work done off the calling thread
+                helper.start()
+                helper.join()
+                return "done"
+
+        return Facade()
+
+    answer, seconds = _child_call(facade_with_a_helper_thread, (), "GET", "/", None, None, {})
+    assert answer == "done"
+    assert seconds >= 0.15  # the calling thread alone spent next to nothing
+
+
+_SCORING_PARENT = """
+import sys
+from learnloop.server.throttle import ScoringProcesses, voice_facade
+
+processes = ScoringProcesses(1, voice_facade, ({"k-1": "app-1"}, None, {}))
+answer, _ = processes.call("GET", "/api/v1/nowhere", None, None, {"X-API-KEY": "k-1"})
+print(answer.status, *processes._executor._processes, flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie, ended but not yet reaped, is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_the_scoring_processes_end_when_the_serving_process_is_killed() -> None:
+    # a worker killed outright (SIGKILL: no shutdown of its own) must not leave its scoring processes behind,
+    # each holding an acoustic model, waiting for calls that will never come
+    with subprocess.Popen(
+        [sys.executable, "-c", _SCORING_PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as parent:
+        try:
+            assert parent.stdout is not None
+            status, *children = parent.stdout.readline().split()
+            assert status == "404" and children
+            assert all(_running(int(pid)) for pid in children)
+        finally:
+            parent.kill()
+    deadline = time.monotonic() + 120  # a bound on the wait, not a measured time: they get a core when one is idle
+    while any(_running(int(pid)) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_running(int(pid)) for pid in children)

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any, TypeVar
 
 __all__ = ["Capacity", "Full", "Pool", "RateLimit", "TokenBucket", "retry_after"]
@@ -269,6 +270,68 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 SCORING_NICENESS = 10
 
 
+def lower_priority(pid: int) -> None:
+    """Move process (or thread) ``pid`` to the lowest CPU priority there is: ``SCHED_IDLE`` where the system
+    has it (Linux: the task gets a core only when no other task wants it), else, and besides, a niceness
+    :data:`SCORING_NICENESS` above the caller's. Raises nothing: a system that refuses keeps the priority."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, min(os.getpriority(os.PRIO_PROCESS, 0) + SCORING_NICENESS, 19))
+    except (AttributeError, OSError):  # not on this system, or the task is gone
+        pass
+    if hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass
+
+
+def _child_start() -> None:
+    """In a scoring process, before its first call: every thread of the process under ``SCHED_IDLE``, and a
+    watch on the parent: when the serving process is gone (stopped, killed, restarted by its supervisor),
+    this one ends too, rather than waiting for calls that will never come with its acoustic model in memory."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), name="learnloop-parent-watch", daemon=True).start()
+    if not hasattr(os, "SCHED_IDLE"):
+        return
+    try:
+        tasks = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tasks = [0]
+    for tid in tasks:
+        try:
+            if os.sched_getscheduler(tid) != os.SCHED_IDLE:
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass
+
+
+def _exit_with(sentinel: int) -> None:
+    """End this process once ``sentinel`` (the parent process's) is ready: the parent has exited."""
+    from multiprocessing.connection import wait
+
+    wait([sentinel])
+    os._exit(0)
+
+
+class _IdleProcess(SpawnProcess):
+    """A ``spawn`` process moved to the lowest priority as it starts (:func:`lower_priority`), before it imports
+    anything: loading the acoustic model does not compete with the learning calls either."""
+
+    def start(self) -> None:
+        super().start()
+        if self.pid is not None:
+            lower_priority(self.pid)
+
+
+class _IdleContext(SpawnContext):
+    """The ``spawn`` multiprocessing context, its processes :class:`_IdleProcess`."""
+
+    Process = _IdleProcess
+
+
 class ScoringProcesses:
     """Pronunciation scoring in child processes, away from the process that serves the learning calls.
 
@@ -277,11 +340,12 @@ class ScoringProcesses:
     other request. ``make`` (picklable: a module-level function and its
     arguments) builds the voice façade in each child, once. :meth:`call` runs
     ``handle(method, path, form=, files=, headers=)`` there and returns the
-    answer with the CPU seconds it took. The children are started on the first
-    call (``spawn``: the serving process has threads) and stopped with
-    :meth:`close` or at exit. They run at a lower CPU priority (niceness
-    :data:`SCORING_NICENESS` above the server's): on a machine whose cores they
-    fill, the learning calls of every key are still served first.
+    answer with the CPU seconds it took (all the child's threads). The children
+    are started on the first call (``spawn``: the serving process has threads)
+    and stopped with :meth:`close` or at exit. They run at the lowest CPU
+    priority from their start (:func:`lower_priority`: ``SCHED_IDLE`` on Linux,
+    and a niceness :data:`SCORING_NICENESS` above the server's): a core goes to
+    a scoring only when no learning call wants it.
     """
 
     def __init__(self, processes: int, make: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -295,12 +359,10 @@ class ScoringProcesses:
         if self._executor is None:
             with self._lock:
                 if self._executor is None:
-                    import multiprocessing
                     from concurrent.futures import ProcessPoolExecutor
 
-                    context = multiprocessing.get_context("spawn")
                     self._executor = ProcessPoolExecutor(
-                        self.processes, mp_context=context, initializer=os.nice, initargs=(SCORING_NICENESS,)
+                        self.processes, mp_context=_IdleContext(), initializer=_child_start
                     )
         future = self._executor.submit(_child_call, self.make, self.args, method, path, form, files, headers)
         result: tuple[Any, float] = future.result()
@@ -327,11 +389,12 @@ def voice_facade(
 def _child_call(
     make: Callable[..., Any], args: tuple[Any, ...], method: str, path: str, form: Any, files: Any, headers: Any
 ) -> tuple[Any, float]:
-    """In a child process: the façade ``make(*args)`` (made once) answers one call; with its CPU seconds."""
+    """In a child process: the façade ``make(*args)`` (made once) answers one call; with the CPU seconds of the
+    process meanwhile (its only work: a BLAS or decoder thread is counted too)."""
     key = f"{make.__module__}.{make.__qualname__}{args!r}"
     facade = _child_facades.get(key)
     if facade is None:
         facade = _child_facades[key] = make(*args)
-    started = time.thread_time()
+    started = time.process_time()
     answer = facade.handle(method, path, form=form, files=files, headers=headers)
-    return answer, time.thread_time() - started
+    return answer, time.process_time() - started
