@@ -271,41 +271,26 @@ SCORING_NICENESS = 10
 
 
 def lower_priority(pid: int) -> None:
-    """Move process (or thread) ``pid`` to the lowest CPU priority there is: ``SCHED_IDLE`` where the system
-    has it (Linux: the task gets a core only when no other task wants it), else, and besides, a niceness
-    :data:`SCORING_NICENESS` above the caller's. Raises nothing: a system that refuses keeps the priority."""
+    """Give process ``pid`` a niceness :data:`SCORING_NICENESS` above the caller's (at most 19). Raises
+    nothing: a system that refuses keeps the priority. Not ``SCHED_IDLE``: on a machine whose cores other
+    work keeps busy, an idle-class scoring waits without bound (minutes were seen at load average 10), where
+    a niced one still gets its share."""
     try:
         os.setpriority(os.PRIO_PROCESS, pid, min(os.getpriority(os.PRIO_PROCESS, 0) + SCORING_NICENESS, 19))
     except (AttributeError, OSError):  # not on this system, or the task is gone
         pass
-    if hasattr(os, "SCHED_IDLE"):
-        try:
-            os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
-        except OSError:
-            pass
 
 
 def _child_start() -> None:
-    """In a scoring process, before its first call: every thread of the process under ``SCHED_IDLE``, and a
-    watch on the parent: when the serving process is gone (stopped, killed, restarted by its supervisor),
-    this one ends too, rather than waiting for calls that will never come with its acoustic model in memory."""
+    """In a scoring process, before its first call: a watch on the parent: when the serving process is gone
+    (stopped, killed, restarted by its supervisor), this one ends too, rather than waiting for calls that will
+    never come with its acoustic model in memory. (Its niceness was set as it started, before it imported
+    anything, and its threads inherit it.)"""
     import multiprocessing
 
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent.sentinel,), name="learnloop-parent-watch", daemon=True).start()
-    if not hasattr(os, "SCHED_IDLE"):
-        return
-    try:
-        tasks = [int(t) for t in os.listdir("/proc/self/task")]
-    except OSError:
-        tasks = [0]
-    for tid in tasks:
-        try:
-            if os.sched_getscheduler(tid) != os.SCHED_IDLE:
-                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-        except OSError:
-            pass
 
 
 def _exit_with(sentinel: int) -> None:
@@ -316,9 +301,9 @@ def _exit_with(sentinel: int) -> None:
     os._exit(0)
 
 
-class _IdleProcess(SpawnProcess):
-    """A ``spawn`` process moved to the lowest priority as it starts (:func:`lower_priority`), before it imports
-    anything: loading the acoustic model does not compete with the learning calls either."""
+class _NicedProcess(SpawnProcess):
+    """A ``spawn`` process niced as it starts (:func:`lower_priority`), before it imports anything or starts a
+    thread: loading the acoustic model runs at that priority too, and so does every thread it starts."""
 
     def start(self) -> None:
         super().start()
@@ -326,10 +311,10 @@ class _IdleProcess(SpawnProcess):
             lower_priority(self.pid)
 
 
-class _IdleContext(SpawnContext):
-    """The ``spawn`` multiprocessing context, its processes :class:`_IdleProcess`."""
+class _NicedContext(SpawnContext):
+    """The ``spawn`` multiprocessing context, its processes :class:`_NicedProcess`."""
 
-    Process = _IdleProcess
+    Process = _NicedProcess
 
 
 class ScoringProcesses:
@@ -343,9 +328,9 @@ class ScoringProcesses:
     answer with the CPU seconds it took (all the child's threads). The children
     are started on the first call (``spawn``: the serving process has threads)
     and stopped with :meth:`close` or at exit. They run at the lowest CPU
-    priority from their start (:func:`lower_priority`: ``SCHED_IDLE`` on Linux,
-    and a niceness :data:`SCORING_NICENESS` above the server's): a core goes to
-    a scoring only when no learning call wants it.
+    priority from their start (:func:`lower_priority`: a niceness
+    :data:`SCORING_NICENESS` above the server's, their threads included): on
+    cores they fill, the learning calls are served first.
     """
 
     def __init__(self, processes: int, make: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -362,7 +347,7 @@ class ScoringProcesses:
                     from concurrent.futures import ProcessPoolExecutor
 
                     self._executor = ProcessPoolExecutor(
-                        self.processes, mp_context=_IdleContext(), initializer=_child_start
+                        self.processes, mp_context=_NicedContext(), initializer=_child_start
                     )
         future = self._executor.submit(_child_call, self.make, self.args, method, path, form, files, headers)
         result: tuple[Any, float] = future.result()
