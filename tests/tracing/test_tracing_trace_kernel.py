@@ -1,7 +1,7 @@
 """The compiled replay gives the predictions the scalar replay gives.
 
 :func:`learnloop.tracing.replay.trace` and :func:`~learnloop.tracing.replay.trace_many` run the
-compiled loop of ``tracing/_trace_kernel.py`` when numba is installed; the scalar loop (and the
+compiled loop ``runs`` of ``tracing/_kernel.py`` when numba is installed; the scalar loop (and the
 learners side by side of ``trace_many``) stays the reference. Random runs over random catalogs
 (nested and additive hierarchies, prerequisites, momentum, novelty, gains, prerequisite gating,
 answers given in another topic, a start from an earlier state) must agree to float rounding.

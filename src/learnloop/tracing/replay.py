@@ -277,11 +277,11 @@ _COMPILED: Any = None
 
 
 def _compiled() -> Any:
-    """The compiled replay (:mod:`learnloop.tracing._trace_kernel`), or None without numba (extra ``fast``)."""
+    """The compiled replay (:func:`learnloop.tracing._kernel.runs`), or None without numba (extra ``fast``)."""
     global _COMPILED
     if _COMPILED is None:
         try:
-            from ._trace_kernel import runs
+            from ._kernel import runs
         except ImportError:
             _COMPILED = False
         else:
