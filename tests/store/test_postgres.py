@@ -19,6 +19,7 @@ import pytest
 
 from learnloop import Engine
 from learnloop.engine.learners.revisions import Revision
+from learnloop.errors import ContextError
 from learnloop.events import format_timestamp
 from learnloop.sim import sample_course
 from learnloop.store import PostgresStore
@@ -306,6 +307,37 @@ def test_a_step_on_a_state_another_engine_wrote_since_is_planned_again(
             assert fresh.user_status("u", cid, [{}]) == first.user_status("u", cid, [{}])
             assert fresh.learner_view("u", cid).attempts.sum() == first.learner_view("u", cid).attempts.sum() == 5
             assert step.user_status == fresh.user_status("u", cid, [{}])[0]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_step_on_content_another_engine_changed_since_uses_the_new_content(
+    kind: str, postgres_database: Callable[[], str], tmp_path: Path
+) -> None:
+    """A step trusts the catalog model its engine compiled and checks the content version with its
+    locks: content another engine (process) changed meanwhile is read, and the step made on it."""
+    url = postgres_database() if kind == "postgres" else str(tmp_path / "shared.db")
+    with Engine.open(url, seed=1) as first, Engine.open(url, seed=1) as second:
+        cid, _ = _course(first)
+        context = first.create_session({"user_id": "u", "catalog_id": cid, **LEARN})
+        rec = first.adaptive_step(context).recommendation
+        assert rec is not None
+        answer = {"type": "attempt", "timestamp": _stamp(60), "score": 1.0}
+        rec = first.adaptive_step(context, [answer | {"recommendation_context": rec.recommendation_context}])
+        rec = rec.recommendation
+        assert rec is not None
+        # the other engine takes the recommended item out of the catalog
+        catalog = second.catalog(cid).model_dump(exclude_none=True)
+        for topic in catalog["topics"]:
+            if "item_refs" in topic:
+                topic["item_refs"] = [ref for ref in topic["item_refs"] if ref["item_id"] != rec.item_id]
+        second.upsert_catalog(catalog)
+        answer = {"type": "attempt", "timestamp": _stamp(120), "score": 1.0}
+        with pytest.raises(ContextError, match="no longer in topic"):
+            first.adaptive_step(context, [answer | {"recommendation_context": rec.recommendation_context}])
+        step = first.adaptive_step(context)
+        assert step.recommendation is not None and step.recommendation.item_id != rec.item_id
+        assert step.user_status == second.user_status("u", cid, [{}])[0]
+        assert first.learner_view("u", cid).attempts.sum() == 1  # the refused answer was not stored
 
 
 def test_a_step_reads_its_session_and_revision_with_its_locks(

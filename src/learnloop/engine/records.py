@@ -44,6 +44,7 @@ __all__ = [
     "catalog_ids",
     "content_changes",
     "content_version",
+    "content_version_row",
     "context_secret",
     "count_catalogs",
     "count_items",
@@ -187,6 +188,11 @@ def delete_documents(store: Store, app: str, namespace: str, ids: Iterable[str])
 def content_version(store: Store, app: str) -> int:
     doc = store.get("meta", app, _VERSION_KEY)
     return 0 if doc is None else int(json_doc(doc)["v"])
+
+
+def content_version_row(app: str) -> Row:
+    """Where :func:`content_version` reads (for ``store.atomic(reads=...)``)."""
+    return ("meta", app, _VERSION_KEY)
 
 
 def content_changes(store: Store, app: str) -> Any:

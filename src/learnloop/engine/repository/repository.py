@@ -291,6 +291,17 @@ class ContentRepository:
         self._models.put((app, catalog_id), (index, version, model))
         return model
 
+    def trusted_model(self, catalog_id: str, *, app: str = "default") -> tuple[CatalogModel, int] | None:
+        """The catalog's model as compiled in this process, and the content version it was last
+        found current at, without reading the version again (None when none is cached). The
+        caller checks that version inside the transaction that writes what it computed with it
+        (``records.content_version_row``)."""
+        indexed = self._indexes.get((app, catalog_id))
+        cached = self._models.get((app, catalog_id))
+        if indexed is None or cached is None or cached[0] is not indexed[1]:
+            return None
+        return cached[2], indexed[0]
+
     def echo_for(self, catalog_id: str, *, app: str = "default") -> tuple[CatalogModel, Echo | None]:
         """The catalog's model and the answer echo stored with its calibration
         (``Engine.calibrate(..., echo=True)``), None without one."""

@@ -27,7 +27,7 @@ from learnloop.engine.repository.catalog_model import CatalogModel
 from learnloop.engine.repository.repository import ContentRepository
 from learnloop.engine.sessions.documents import joined_doc, split_doc, stored_blocks
 from learnloop.engine.sessions.seeding import learner_key, seeded_rng
-from learnloop.engine.sessions.step_events import step_events
+from learnloop.engine.sessions.step_events import StepEvent, step_events
 from learnloop.errors import ContextError, NotFoundError, ValidationError
 from learnloop.events import Interaction
 from learnloop.limits import Limits
@@ -52,6 +52,10 @@ __all__ = ["Sessions", "seeded_rng"]
 
 #: a step computed: its answer, the session's document and block rows to write, the session after it
 _Advanced = tuple[AdaptiveStep, dict[str, Any], list[tuple[Key, dict[str, Any]]], SessionState]
+
+
+class _ContentMoved(Exception):
+    """A step's trusted catalog model is older than the stored content (another process wrote it)."""
 
 
 class Sessions:
@@ -238,7 +242,29 @@ class Sessions:
         self.learners.check_events_count(len(parsed))
         user_id, session_id = self._session_id(session_context, app)
         spec = self._spec(app, user_id, session_id)
-        model = self.content.catalog_model(spec.catalog_id, app=app)
+        # the catalog's model compiled here is trusted, its content version checked inside the step's
+        # transaction (read with its locks); one that moved meanwhile makes the step again on the new
+        trusted = self.content.trusted_model(spec.catalog_id, app=app)
+        if trusted is not None:
+            try:
+                return self._step(app, user_id, session_id, spec, parsed, strict_kinds, trusted)
+            except _ContentMoved:
+                pass
+        return self._step(app, user_id, session_id, spec, parsed, strict_kinds, None)
+
+    def _step(
+        self,
+        app: str,
+        user_id: str,
+        session_id: str,
+        spec: SessionSpec,
+        parsed: Sequence[StepEvent],
+        strict_kinds: bool,
+        trusted: tuple[CatalogModel, int] | None,
+    ) -> AdaptiveStep:
+        """:meth:`adaptive_step` on the catalog model ``trusted`` (with the content version it
+        stands for: :class:`_ContentMoved` when the stored one differs), else the current one."""
+        model = self.content.catalog_model(spec.catalog_id, app=app) if trusted is None else trusted[0]
         index = model.index
         interactions: list[Interaction] = []
         problems: list[str] = []
@@ -295,9 +321,13 @@ class Sessions:
                 early.append((ingestion, written, advanced))
 
         reads = [records.session_row(app, user_id, session_id)]
+        if trusted is not None:
+            reads.append(records.content_version_row(app))
         with self.learners.ingest(
             app, interactions, lambda c: model, step=(spec.user_id, model), reads=reads, before=before
         ) as ingestion:
+            if trusted is not None and records.content_version(self.store, app) != trusted[1]:
+                raise _ContentMoved  # (nothing written: the transaction is rolled back)
             session, written, blocks = self._stored_session(app, user_id, session_id)
             if early and early[0][0] is ingestion and early[0][1] is written:  # (nobody wrote either since)
                 step, doc, block_rows, after = early[0][2]
