@@ -201,3 +201,39 @@ def test_a_nested_block_whose_write_is_refused_is_undone_alone(store: PostgresSt
                 raise ZeroDivisionError  # (the block fails before the refusal is read)
         store.put_many(LEARNERS, "app", [(("a", "e"), {"n": 1})])
     assert store.keys(LEARNERS, "app") == [("a", "c"), ("a", "e")]
+
+
+def test_one_row_writes_of_a_block_go_out_as_one_statement(store: PostgresStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[str] = []
+    execute = psycopg.Connection.execute
+
+    def counted(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(query.decode() if isinstance(query, bytes) else str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", counted)
+    with store.atomic(learners=[("app", "a")]):
+        store.put_many("events", "app", [(("a", "c", "i", "t"), {"n": 1})])
+        store.put_many(LEARNERS, "app", [(("a", "c"), {"n": 1})])
+        store.put_many("sessions", "app", [(("a", "s"), {"n": 1})])
+        store.put_many(LEARNERS, "app", [(("a", "c"), {"n": 2})])  # (a table held already: the rows go first)
+    inserts = [q for q in sent if "INSERT" in q]
+    assert len(inserts) == 2 and inserts[0].startswith("WITH") and inserts[0].count("INSERT") == 3
+    assert sent[-1] == "COMMIT"
+    assert store.get("events", "app", ("a", "c", "i", "t")) == {"n": 1}
+    assert store.get(LEARNERS, "app", ("a", "c")) == {"n": 2}
+    assert store.get("sessions", "app", ("a", "s")) == {"n": 1}
+    assert [key for key, _ in store.scan(LEARNERS, "app", order="seq")] == [("a", "c")]
+
+
+def test_rows_held_back_by_a_failed_nested_block_are_not_written(store: PostgresStore) -> None:
+    with store.atomic(learners=[("app", "a")]):
+        store.put_many(LEARNERS, "app", [(("a", "c"), {"n": 1})])  # held back, sent with the savepoint
+        with pytest.raises(KeyError):
+            with store.atomic(learners=[("app", "a")]):
+                store.put_many(LEARNERS, "app", [(("a", "d"), {"n": 1})])  # held back, never sent
+                raise KeyError("the block fails")
+        assert store.get(LEARNERS, "app", ("a", "c")) == {"n": 1}  # (a read sends what is held first)
+        store.put_many("sessions", "app", [(("a", "s"), {"n": 1})])
+    assert store.keys(LEARNERS, "app") == [("a", "c")]
+    assert store.keys("sessions", "app") == [("a", "s")]

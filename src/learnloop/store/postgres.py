@@ -55,14 +55,12 @@ except ImportError as exc:
 
 from learnloop.store._codec import json_joined
 from learnloop.store._compact import fields_of
-from learnloop.store._layout import SCHEMA_VERSION, VERSION_KEY, rekeyed_sessions, version_doc
-from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc, json_doc
+from learnloop.store._pg_schema import create
+from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
 
 __all__ = ["DISTRIBUTED_TABLES", "PostgresStore"]
 
 _KEY_COLUMNS = ("k1", "k2", "k3", "k4")
-#: high-volume tables read by key only: no index on their write sequence (as on SQLite)
-_UNORDERED = frozenset({"events", "learners"})
 #: tables of one learner's data, distributable by their first key part, the user (Citus); the others are reference tables
 DISTRIBUTED_TABLES = frozenset({"events", "learners", "sessions"})
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -80,11 +78,12 @@ def _lock_id(schema: str, *learner: str) -> int:
 
 class _Tx:
     """The transaction open in a thread: its connection and pipeline, the learners' locks it holds
-    (None: the schema's lock exclusively, so anything may be written), its savepoints, and the
+    (None: the schema's lock exclusively, so anything may be written), its savepoints, the
     rows read ahead (``(table, app, padded key)`` -> stored bytes or None), each answered once
-    to a :meth:`PostgresStore.get` before the block writes its table."""
+    to a :meth:`PostgresStore.get` before the block writes its table, and the one-row writes
+    held back (``(table, parameters)``), sent together before anything else."""
 
-    __slots__ = ("ahead", "conn", "depth", "held", "pipeline")
+    __slots__ = ("ahead", "conn", "depth", "held", "pipeline", "rows")
 
     def __init__(self, conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline, held: frozenset[int] | None) -> None:
         self.conn = conn
@@ -92,6 +91,7 @@ class _Tx:
         self.held = held
         self.depth = 0
         self.ahead: dict[tuple[str, str, tuple[str, ...]], bytes | None] = {}
+        self.rows: list[tuple[str, tuple[Any, ...]]] = []
 
 
 def _columns(keys: Iterable[tuple[str, ...]]) -> list[list[str]]:
@@ -122,9 +122,10 @@ class PostgresStore:
         self._tables = {table: f'"{schema}"."{table}"' for table in TABLES}
         self._seq = f'"{schema}"."write_seq"'
         self._local = threading.local()
+        self._upserts: dict[tuple[str, ...], str] = {}  # the statement of held-back rows, per tables written
         # a direct connection first: a wrong address or password is reported at once, not as a pool timeout
         with psycopg.connect(dsn, autocommit=True) as conn:
-            self._create(conn)
+            create(conn, schema, self._tables, self._seq, self._lock_key)
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
@@ -139,49 +140,6 @@ class PostgresStore:
     def _configure(conn: psycopg.Connection[Any]) -> None:
         # the writers' lock is only a barrier under READ COMMITTED: each statement after it sees earlier commits
         conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
-
-    def _create(self, conn: psycopg.Connection[Any]) -> None:
-        """The schema, tables and sequence, created when absent (one process at a time)."""
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
-            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-            conn.execute(f"CREATE SEQUENCE IF NOT EXISTS {self._seq} AS bigint")
-            for table, name in self._tables.items():
-                conn.execute(
-                    f"CREATE TABLE IF NOT EXISTS {name} ("
-                    'app text COLLATE "C" NOT NULL, k1 text COLLATE "C" NOT NULL, '
-                    'k2 text COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, k4 text COLLATE "C" NOT NULL, '
-                    "seq bigint NOT NULL, v bytea NOT NULL, PRIMARY KEY (app, k1, k2, k3, k4))"
-                )
-                if table not in _UNORDERED:
-                    conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_seq ON {name} (app, seq)")
-            self._migrate(conn)
-
-    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
-        """Sessions of databases before schema version 2, keyed by their id alone, under their
-        user (see ``store/_layout.py``); the version is kept in the ``meta`` table."""
-        meta, sessions = self._tables["meta"], self._tables["sessions"]
-        found = conn.execute(
-            f"SELECT v FROM {meta} WHERE app = '' AND k1 = %s AND k2 = '' AND k3 = '' AND k4 = ''", (VERSION_KEY,)
-        ).fetchone()
-        if found is not None and json_doc(decode_doc(found[0])).get("v", 1) >= SCHEMA_VERSION:
-            return
-        old = conn.execute(f"SELECT app, k1, v FROM {sessions} WHERE k2 = ''").fetchall()
-        rows = rekeyed_sessions((app, key, bytes(blob)) for app, key, blob in old)
-        conn.execute(f"DELETE FROM {sessions} WHERE k2 = ''")
-        if rows:
-            apps, k1, k2, blobs = (list(column) for column in zip(*rows, strict=True))
-            conn.execute(
-                f"INSERT INTO {sessions} (app, k1, k2, k3, k4, seq, v) "
-                f"SELECT app, k1, k2, '', '', nextval('{self._seq}'), v "
-                "FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[]) AS r(app, k1, k2, v)",
-                (apps, k1, k2, blobs),
-            )
-        conn.execute(
-            f"INSERT INTO {meta} (app, k1, k2, k3, k4, seq, v) VALUES ('', %s, '', '', '', nextval('{self._seq}'), %s) "
-            "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v",
-            (VERSION_KEY, version_doc()),
-        )
 
     # -- transactions ---------------------------------------------------------
     @contextmanager
@@ -215,6 +173,7 @@ class PostgresStore:
                     if ahead:
                         self._read_ahead(conn, self._local.tx, ahead)
                     yield
+                    self._send_rows(self._local.tx)
                     conn.execute(b"COMMIT")
                 # (leaving the pipeline waits for every answer: an error of a write not yet answered is raised here)
             except BaseException:
@@ -238,12 +197,15 @@ class PostgresStore:
                 tx.held = tx.held | extra
         tx.depth += 1
         name = f"sp{tx.depth}"
+        self._send_rows(tx)
         tx.conn.execute(f"SAVEPOINT {name}".encode())
         try:
             yield
+            self._send_rows(tx)
             tx.conn.execute(f"RELEASE {name}".encode())
             tx.pipeline.sync()  # the block's errors are its own: raised here, undone by the savepoint
         except BaseException:
+            tx.rows.clear()  # (the block's writes not sent yet)
             try:
                 tx.pipeline.sync()  # (after a refused statement the pipeline skips all until a sync)
             except psycopg.Error:
@@ -290,6 +252,7 @@ class PostgresStore:
         """This thread's transaction's connection, or any pooled one (autocommit) for one call."""
         tx: _Tx | None = getattr(self._local, "tx", None)
         if tx is not None:
+            self._send_rows(tx)
             yield tx.conn
             return
         with self._pool.connection() as conn:
@@ -308,6 +271,34 @@ class PostgresStore:
             return
         with self.atomic():
             yield self._local.tx.conn
+
+    def _hold(self, table: str, params: tuple[Any, ...]) -> None:
+        """A one-row upsert into ``table`` (``(app, *key, document)``), held back in this thread's
+        transaction (one of its own outside one)."""
+        with self._write(table):
+            tx: _Tx = self._local.tx
+            if any(held == table for held, _ in tx.rows):
+                self._send_rows(tx)  # (rows of one table go in the order written, one statement each)
+            tx.rows.append((table, params))
+
+    def _send_rows(self, tx: _Tx) -> None:
+        """The one-row upserts held back, as one statement: rows of several tables are the data-modifying
+        ``WITH`` clauses of one ``INSERT`` (an adaptive step's event, revision and session)."""
+        if not tx.rows:
+            return
+        rows, tx.rows = tx.rows, []
+        key = tuple(table for table, _ in rows)
+        statement = self._upserts.get(key)
+        if statement is None:
+            upsert = "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v"
+            inserts = [
+                f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
+                f"VALUES (%s, %s, %s, %s, %s, nextval('{self._seq}'), %s) {upsert}"
+                for table in key
+            ]
+            statement = "".join(f"{'WITH' if n == 0 else ','} w{n} AS ({q}) " for n, q in enumerate(inserts[:-1]))
+            statement = self._upserts.setdefault(key, statement + inserts[-1])
+        tx.conn.execute(statement, [part for _, params in rows for part in params])
 
     # -- helpers ------------------------------------------------------------------
     @staticmethod
@@ -442,16 +433,13 @@ class PostgresStore:
             latest[params] = encode_doc(doc)
         if not latest:
             return
+        if len(latest) == 1:  # (a step's rows: parameters, not arrays, which cost more to send; held back)
+            [(params, blob)] = latest.items()
+            self._hold(table, (app, *params, blob))
+            return
         upsert = "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v"
         with self._write(table) as conn:
-            if len(latest) == 1:  # (a step's rows: parameters, not arrays, which cost more to send)
-                [(params, blob)] = latest.items()
-                conn.execute(
-                    f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
-                    f"VALUES (%s, %s, %s, %s, %s, nextval('{self._seq}'), %s) {upsert}",
-                    (app, *params, blob),
-                )
-                return
+            self._send_rows(self._local.tx)
             # numbered from the sequence in the order given (volatile outputs are computed after the sort)
             conn.execute(
                 f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
@@ -467,6 +455,7 @@ class PostgresStore:
         if not wanted:
             return []
         with self._write(table) as conn:
+            self._send_rows(self._local.tx)
             rows = conn.execute(
                 f"DELETE FROM {self._tables[table]} AS t USING {_UNNEST_KEYS} AS w(k1, k2, k3, k4) "
                 f"WHERE t.app = %s AND {_JOIN} RETURNING t.k1, t.k2, t.k3, t.k4",
@@ -483,6 +472,7 @@ class PostgresStore:
     def delete_prefix(self, table: str, app: str, prefix: Key) -> int:
         clause, params = self._where_prefix(table, prefix)
         with self._write(table) as conn:
+            self._send_rows(self._local.tx)
             cur = conn.execute(f"DELETE FROM {self._tables[table]} WHERE app = %s{clause}", (self._app(app), *params))
             self._local.tx.pipeline.sync()  # (the count comes with the answer)
             return cur.rowcount
