@@ -24,99 +24,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from typing import Any
-
-import numpy as np
 
 from learnloop._lru import LRUCache
 from learnloop.engine import records
 from learnloop.engine.learners.batch import EventBatch
-from learnloop.engine.learners.history import History, merged, of_interactions
+from learnloop.engine.learners.entries import (
+    DEFAULT_CACHE_BYTES,
+    Checkpoint,
+    LearnerEntry,
+    apply_events,
+    empty_entry,
+)
+from learnloop.engine.learners.history import History, merged
 from learnloop.engine.learners.history import read as read_history
+from learnloop.engine.learners.kept import Kept, kept_of
 from learnloop.engine.learners.plans import BatchPlan, Plan, StaleError, plan_batch, plan_interactions
 from learnloop.engine.learners.plans import write as write_plan
 from learnloop.engine.learners.revisions import Revision, RevisionMemo
 from learnloop.engine.repository.catalog_model import CatalogModel
-from learnloop.events import Interaction, format_timestamp
+from learnloop.events import Interaction
 from learnloop.store import Store
-from learnloop.store.base import json_doc
-from learnloop.tracing import LearnerState
-from learnloop.tracing.learner import COLUMNS_RUN, EventColumns
+from learnloop.tracing.learner import COLUMNS_RUN
 
-__all__ = ["LearnerEntry", "Plan", "StaleError", "Tracker", "empty_entry"]
-
-#: a checkpoint of a learner's state every this many events (learners with fewer keep none)
-CHECKPOINT_EVERY = 2048
-#: checkpoints kept per learner (spread over the history when there are more)
-MAX_CHECKPOINTS = 8
-#: bytes of a numpy array object beside its data, and of a cache entry beside its states
-_ARRAY_OVERHEAD = 112
-_ENTRY_OVERHEAD = 600
-#: default bound of the learner-state cache, in bytes
-DEFAULT_CACHE_BYTES = 256 * 2**20
-
-
-def _state_nbytes(state: LearnerState) -> int:
-    """The bytes of a learner state: its arrays' data plus their objects (~112 bytes each), and
-    the state object itself."""
-    arrays = state.arrays
-    return sum(a.nbytes for a in arrays) + _ARRAY_OVERHEAD * len(arrays) + 100
-
-
-@dataclass(frozen=True, slots=True)
-class _Checkpoint:
-    """A learner state holding every event with a timestamp up to ``latest`` (and none later)."""
-
-    latest: float
-    state: LearnerState
-    last_attempt: tuple[int, float] | None
-
-
-@dataclass(frozen=True, slots=True)
-class LearnerEntry:
-    """A learner state as of ``revision``: ``state`` with ``pending`` events not yet applied.
-
-    ``dirty_from`` (epoch seconds) marks that events at or after it changed
-    out of order: the state must be rebuilt from a checkpoint older than it.
-    """
-
-    revision: int
-    fingerprint: str
-    state: LearnerState
-    latest: float  # epoch seconds of the latest applied event (-inf: none)
-    last_attempt: tuple[int, float] | None  # (position, score) of the latest event when an attempt
-    pending: tuple[Interaction, ...] = ()
-    dirty_from: float | None = None
-    checkpoints: tuple[_Checkpoint, ...] = ()
-
-    @property
-    def current(self) -> bool:
-        return not self.pending and self.dirty_from is None
-
-    @property
-    def nbytes(self) -> int:
-        state = self.state
-        total = _state_nbytes(state)
-        if self.checkpoints:
-            seen = {id(state)}
-            for checkpoint in self.checkpoints:
-                if id(checkpoint.state) not in seen:
-                    seen.add(id(checkpoint.state))
-                    total += _state_nbytes(checkpoint.state)
-        # the entry, its key and its place in the cache
-        return total + 200 * len(self.pending) + _ENTRY_OVERHEAD
-
-
-def empty_entry(catalog: CatalogModel) -> LearnerEntry:
-    """The (shared, immutable) entry of a learner without any event, one per catalog model."""
-    return catalog.derived("learners.empty_entry", _empty_entry)
-
-
-def _empty_entry(catalog: CatalogModel) -> LearnerEntry:
-    return LearnerEntry(0, catalog.fingerprint, catalog.model.new_state(), -math.inf, None)
-
+__all__ = ["DEFAULT_CACHE_BYTES", "LearnerEntry", "Plan", "StaleError", "Tracker", "empty_entry"]
 
 _NONE = Revision()
 
@@ -162,16 +94,6 @@ class Tracker:
         self._cache.clear()
 
     # -- reading ----------------------------------------------------------------------
-    def history(self, app: str, user: str, catalog: str, after: float = -math.inf) -> list[Interaction]:
-        """The stored interactions of a learner in a catalog later than ``after`` (epoch
-        seconds), in time order (events sharing a timestamp: in posting order)."""
-        since = None
-        if after != -math.inf:
-            # canonical stamps sort as the instants they name: only the tail is decoded
-            since = format_timestamp(datetime.fromtimestamp(math.floor(after * 1000 - 1) / 1000, UTC))
-        rows = records.events_of(self.store, app, (user, catalog), last_after=since)
-        return _order(i for i in (Interaction.from_doc(json_doc(doc)) for _, doc in rows) if i.epoch > after)
-
     def state(self, app: str, user: str, catalog: CatalogModel, *, trust: bool = False) -> LearnerEntry:
         """The current learner state (from the cache, caught up, or rebuilt).
 
@@ -234,12 +156,14 @@ class Tracker:
         ``history`` is the learner's full history when the caller has it (the
         store's, with events about to be written merged in).
         """
+        kept = entry.kept
         if entry.dirty_from is None:
             group = _order(entry.pending)
             if group[0].epoch >= entry.latest:
                 low = group[0].epoch
                 checkpoints = tuple(c for c in entry.checkpoints if c.latest < low)
-                return self._apply(catalog, entry, group, checkpoints)
+                applied = self._apply(catalog, entry, group, checkpoints)
+                return replace(applied, kept=None if kept is None else kept.extended(catalog, group))
             dirty_from = group[0].epoch
         else:
             dirty_from = entry.dirty_from
@@ -252,14 +176,21 @@ class Tracker:
         else:
             valid = tuple(c for c in entry.checkpoints if c.latest < dirty_from)
             start = self._start(catalog, entry, valid)
+        full = None if kept is None else kept.full(catalog)
+        if history is None and full is not None and entry.dirty_from is None:  # (its own events only: no read)
+            history = merged(catalog, full.after(start.latest), entry.pending, start.latest)
         if history is None:
             tail = read_history(self.store, app, user, catalog, after=start.latest)
         else:
             tail = history.after(start.latest)
-        return self._apply(catalog, start, tail, valid)
+        if full is not None:  # (the events up to ``start`` are those kept: only later ones changed)
+            kept = Kept(full.take(slice(0, len(full) - len(full.after(start.latest))))).extended(catalog, tail)
+        elif start.latest == -math.inf:
+            kept = kept_of(catalog, tail)
+        return replace(self._apply(catalog, start, tail, valid), kept=kept)
 
     @staticmethod
-    def _start(catalog: CatalogModel, entry: LearnerEntry, valid: tuple[_Checkpoint, ...]) -> LearnerEntry:
+    def _start(catalog: CatalogModel, entry: LearnerEntry, valid: tuple[Checkpoint, ...]) -> LearnerEntry:
         """The state to replay from: the latest of the ``valid`` checkpoints, else the empty state."""
         if valid:
             base = valid[-1]
@@ -273,98 +204,11 @@ class Tracker:
         catalog: CatalogModel,
         entry: LearnerEntry,
         ordered: Sequence[Interaction] | History,
-        checkpoints: tuple[_Checkpoint, ...],
+        checkpoints: tuple[Checkpoint, ...],
         revision: int | None = None,
     ) -> LearnerEntry:
-        """Apply interactions (in order, none earlier than ``entry.latest``), cutting checkpoints;
-        the entry made is at ``revision`` (default: ``entry``'s). Many go as columns."""
-        if not isinstance(ordered, History):
-            if len(ordered) < COLUMNS_RUN:
-                return Tracker._apply_each(catalog, entry, ordered, checkpoints, revision)
-            ordered = of_interactions(catalog, ordered)
-        return Tracker._apply_columns(catalog, entry, ordered.columns, checkpoints, revision)
-
-    @staticmethod
-    def _apply_columns(
-        catalog: CatalogModel,
-        entry: LearnerEntry,
-        ordered: EventColumns,
-        checkpoints: tuple[_Checkpoint, ...],
-        revision: int | None,
-    ) -> LearnerEntry:
-        """:meth:`_apply` of events as columns (``item`` -1: left the catalog, not applied)."""
-        model = catalog.model
-        state = entry.state
-        latest = entry.latest
-        last_attempt = entry.last_attempt
-        since = state.n_events - (checkpoints[-1].state.n_events if checkpoints else 0)
-        ts = ordered.ts
-        at = 0
-        n = len(ordered)
-        while at < n:
-            # the next chunk ends at a checkpoint boundary (between two distinct timestamps)
-            stop = n
-            if since + (n - at) >= CHECKPOINT_EVERY:
-                stop = at + max(1, CHECKPOINT_EVERY - since)
-                if stop < n:
-                    stop = int(np.searchsorted(ts, ts[stop - 1], side="right"))
-            chunk = ordered.take(slice(at, stop))
-            if (chunk.item < 0).any():
-                chunk = chunk.take(chunk.item >= 0)
-            before = state.n_events
-            state = model.update_columns(state, chunk)
-            since += state.n_events - before
-            latest = max(latest, float(ts[stop - 1]))
-            if len(chunk):
-                score = float(chunk.score[-1])
-                last_attempt = (int(chunk.item[-1]), score) if chunk.kind[-1] == 1 and score == score else None
-            at = stop
-            if since >= CHECKPOINT_EVERY and (at == n or ts[at] > latest):
-                checkpoints = _thin((*checkpoints, _Checkpoint(latest, state, last_attempt)))
-                since = 0
-        if revision is None:
-            revision = entry.revision
-        return LearnerEntry(revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
-
-    @staticmethod
-    def _apply_each(
-        catalog: CatalogModel,
-        entry: LearnerEntry,
-        ordered: Sequence[Interaction],
-        checkpoints: tuple[_Checkpoint, ...],
-        revision: int | None,
-    ) -> LearnerEntry:
-        """:meth:`_apply` of a few interactions, event by event."""
-        model = catalog.model
-        state = entry.state
-        latest = entry.latest
-        last_attempt = entry.last_attempt
-        since = state.n_events - (checkpoints[-1].state.n_events if checkpoints else 0)
-        at = 0
-        n = len(ordered)
-        while at < n:
-            # the next chunk ends at a checkpoint boundary (between two distinct timestamps)
-            stop = n
-            if since + (n - at) >= CHECKPOINT_EVERY:
-                stop = at + max(1, CHECKPOINT_EVERY - since)
-                while stop < n and ordered[stop].epoch == ordered[stop - 1].epoch:
-                    stop += 1
-            chunk = ordered[at:stop]
-            events = [e for i in chunk if (e := catalog.to_event(i)) is not None]
-            before = state.n_events
-            state = model.update_many(state, events)
-            since += state.n_events - before
-            latest = max(latest, chunk[-1].epoch)
-            if events:
-                last = events[-1]
-                last_attempt = (last.item, last.score) if last.kind == "attempt" and last.score is not None else None
-            at = stop
-            if since >= CHECKPOINT_EVERY and (at == n or ordered[at].epoch > latest):
-                checkpoints = _thin((*checkpoints, _Checkpoint(latest, state, last_attempt)))
-                since = 0
-        if revision is None:
-            revision = entry.revision
-        return LearnerEntry(revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
+        """:func:`~learnloop.engine.learners.entries.apply_events` (here to be watched in tests)."""
+        return apply_events(catalog, entry, ordered, checkpoints, revision)
 
     # -- writing --------------------------------------------------------------------------
     def plan(
@@ -454,7 +298,10 @@ class Tracker:
                     checkpoints = base.checkpoints
                     if checkpoints and checkpoints[-1].latest >= low:
                         checkpoints = tuple(c for c in checkpoints if c.latest < low)
-                    out[key] = self._apply(catalog, base, ordered, checkpoints, revision + 1)
+                    kept = kept_of(catalog, ordered) if revision == 0 else base.kept
+                    if kept is not None and revision != 0:
+                        kept = kept.extended(catalog, ordered)
+                    out[key] = replace(self._apply(catalog, base, ordered, checkpoints, revision + 1), kept=kept)
                     continue
             if batch is not None and not isinstance(group, list):
                 group = batch.interactions(group)
@@ -471,10 +318,12 @@ class Tracker:
                 (*base.pending, *group),
                 dirty,
                 base.checkpoints,
+                base.kept,
             )
             if (user, catalog_id) in wanted:
-                history = None
-                if entry.dirty_from is not None or (entry.pending and _order(entry.pending)[0].epoch < entry.latest):
+                history = None  # (with the events kept and no other writer, they are merged with those posted)
+                late = entry.pending and _order(entry.pending)[0].epoch < entry.latest
+                if entry.dirty_from is not None or (late and entry.kept is None):
                     low = min((i.epoch for i in entry.pending), default=math.inf)
                     if entry.dirty_from is not None:
                         low = min(low, entry.dirty_from)
@@ -489,12 +338,3 @@ class Tracker:
         """Put entries made by :meth:`advance` in the cache (after their write committed)."""
         for key, entry in entries.items():
             self._remember(key, entry)
-
-
-def _thin(checkpoints: tuple[_Checkpoint, ...]) -> tuple[_Checkpoint, ...]:
-    """At most :data:`MAX_CHECKPOINTS`, dropping the one whose neighbours are closest."""
-    cps = list(checkpoints)
-    while len(cps) > MAX_CHECKPOINTS:
-        gaps = [cps[k + 1].state.n_events - cps[k - 1].state.n_events for k in range(1, len(cps) - 1)]
-        del cps[1 + int(np.argmin(gaps))]
-    return tuple(cps)
