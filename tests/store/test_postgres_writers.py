@@ -203,7 +203,9 @@ def test_a_nested_block_whose_write_is_refused_is_undone_alone(store: PostgresSt
     assert store.keys(LEARNERS, "app") == [("a", "c"), ("a", "e")]
 
 
-def test_one_row_writes_of_a_block_go_out_as_one_statement(store: PostgresStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_row_writes_of_a_block_go_out_as_one_statement(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sent: list[str] = []
     execute = psycopg.Connection.execute
 
