@@ -30,7 +30,7 @@ KEEP_EVENTS = 4_096
 #: events appended one call at a time are folded into the columns every this many
 FOLD = 512
 #: bytes a kept event takes beside its columns: the references to its item id and stamp, the stamp
-_ROW_BYTES = 120
+_ROW_BYTES = 150
 _COLUMNS = tuple(field.name for field in fields(EventColumns))
 
 
