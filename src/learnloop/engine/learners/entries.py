@@ -134,11 +134,13 @@ def _apply_columns(
     ts = ordered.ts
     at = 0
     n = len(ordered)
+    # a long run cuts checkpoints as far apart as thinning would leave them: fewer, longer chunks
+    every = max(CHECKPOINT_EVERY, n // MAX_CHECKPOINTS)
     while at < n:
         # the next chunk ends at a checkpoint boundary (between two distinct timestamps)
         stop = n
-        if since + (n - at) >= CHECKPOINT_EVERY:
-            stop = at + max(1, CHECKPOINT_EVERY - since)
+        if since + (n - at) >= every:
+            stop = at + max(1, every - since)
             if stop < n:
                 stop = int(np.searchsorted(ts, ts[stop - 1], side="right"))
         chunk = ordered.take(slice(at, stop))
@@ -152,7 +154,7 @@ def _apply_columns(
             score = float(chunk.score[-1])
             last_attempt = (int(chunk.item[-1]), score) if chunk.kind[-1] == 1 and score == score else None
         at = stop
-        if since >= CHECKPOINT_EVERY and (at == n or ts[at] > latest):
+        if since >= every and (at == n or ts[at] > latest):
             checkpoints = _thin((*checkpoints, Checkpoint(latest, state, last_attempt)))
             since = 0
     if revision is None:
