@@ -340,6 +340,31 @@ def test_a_step_on_content_another_engine_changed_since_uses_the_new_content(
         assert first.learner_view("u", cid).attempts.sum() == 1  # the refused answer was not stored
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_an_answer_to_an_item_another_engine_added_since_is_taken(
+    kind: str, postgres_database: Callable[[], str], tmp_path: Path
+) -> None:
+    """An answer whose recommendation names an item the engine's trusted catalog model does not know
+    (another engine added it) is checked against the stored content, not refused."""
+    url = postgres_database() if kind == "postgres" else str(tmp_path / "shared.db")
+    with Engine.open(url, seed=1) as first, Engine.open(url, seed=1) as second:
+        cid, _ = _course(first)
+        context = first.create_session({"user_id": "u", "catalog_id": cid, **LEARN})
+        first.adaptive_step(context)  # (the first engine's model compiled and trusted)
+        catalog = second.catalog(cid).model_dump(exclude_none=True)
+        second.upsert_items([{"item_id": "added", "display_name": "Added", "scorable": True}])
+        for topic in catalog["topics"]:
+            if "item_refs" in topic:
+                topic["item_refs"] = [{"item_id": "added"}]
+        second.upsert_catalog(catalog)
+        rec = second.adaptive_step(context).recommendation
+        assert rec is not None and rec.item_id == "added"
+        answer = {"type": "attempt", "timestamp": _stamp(60), "score": 1.0}
+        step = first.adaptive_step(context, [answer | {"recommendation_context": rec.recommendation_context}])
+        assert first.learner_view("u", cid).attempts.sum() == 1
+        assert step.user_status == second.user_status("u", cid, [{}])[0]
+
+
 def test_a_step_reads_its_session_and_revision_with_its_locks(
     postgres_database: Callable[[], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
