@@ -199,16 +199,8 @@ class Tracker:
             start = replace(empty_entry(catalog), revision=entry.revision)
         return start
 
-    @staticmethod
-    def _apply(
-        catalog: CatalogModel,
-        entry: LearnerEntry,
-        ordered: Sequence[Interaction] | History,
-        checkpoints: tuple[Checkpoint, ...],
-        revision: int | None = None,
-    ) -> LearnerEntry:
-        """:func:`~learnloop.engine.learners.entries.apply_events` (here to be watched in tests)."""
-        return apply_events(catalog, entry, ordered, checkpoints, revision)
+    #: :func:`~learnloop.engine.learners.entries.apply_events` (an attribute, to be watched in tests)
+    _apply = staticmethod(apply_events)
 
     # -- writing --------------------------------------------------------------------------
     def plan(
