@@ -163,7 +163,7 @@ class Tracker:
                 low = group[0].epoch
                 checkpoints = tuple(c for c in entry.checkpoints if c.latest < low)
                 applied = self._apply(catalog, entry, group, checkpoints)
-                return replace(applied, kept=None if kept is None else kept.extended(catalog, group))
+                return applied if kept is None else replace(applied, kept=kept.extended(catalog, group))
             dirty_from = group[0].epoch
         else:
             dirty_from = entry.dirty_from
@@ -187,7 +187,8 @@ class Tracker:
             kept = Kept(full.take(slice(0, len(full) - len(full.after(start.latest))))).extended(catalog, tail)
         elif start.latest == -math.inf:
             kept = kept_of(catalog, tail)
-        return replace(self._apply(catalog, start, tail, valid), kept=kept)
+        rebuilt = self._apply(catalog, start, tail, valid)
+        return rebuilt if kept is None else replace(rebuilt, kept=kept)
 
     @staticmethod
     def _start(catalog: CatalogModel, entry: LearnerEntry, valid: tuple[Checkpoint, ...]) -> LearnerEntry:
@@ -293,7 +294,8 @@ class Tracker:
                     kept = kept_of(catalog, ordered) if revision == 0 else base.kept
                     if kept is not None and revision != 0:
                         kept = kept.extended(catalog, ordered)
-                    out[key] = replace(self._apply(catalog, base, ordered, checkpoints, revision + 1), kept=kept)
+                    applied = self._apply(catalog, base, ordered, checkpoints, revision + 1)
+                    out[key] = applied if kept is None else replace(applied, kept=kept)
                     continue
             if batch is not None and not isinstance(group, list):
                 group = batch.interactions(group)
