@@ -9,7 +9,6 @@ import pytest
 from conftest import PHRASE
 
 from learnloop.voice import PronunciationScorer
-
 from learnloop.voice.assessment import default_assessor
 from learnloop.voice.calibration import CALIBRATION
 from learnloop.voice.gop import SCORING_PHONES
