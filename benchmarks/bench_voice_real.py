@@ -84,7 +84,7 @@ def corpus_protocol(root: Path, model: Assessor, labels: dict) -> None:
     acc, score, before, y = [], [], [], []
     wacc, wy, said = [], [], []
     tot, ty = [], []
-    unheard = []
+    unheard, other = [], []
     for u in utts:
         ev = evs[u]
         j = model.judge(ev)  # type: ignore[arg-type]
@@ -92,6 +92,7 @@ def corpus_protocol(root: Path, model: Assessor, labels: dict) -> None:
             unheard.append(labels[u]["total"])
         acc.append(j.phone_accuracy)
         score.append(j.phone_scores)
+        other.append([like != g.phone for g, like in zip(ev.gops, model.sounds_like(ev, j), strict=True)])  # type: ignore[arg-type, attr-defined]
         z = np.array([CALIBRATION.normalised_gop(g.phone, g.llr) for g in ev.gops])  # type: ignore[attr-defined]
         before.append(np.rint(100 * CALIBRATION.probability(z)))
         y.append(_so762.phone_labels(labels, u, ev))
@@ -100,7 +101,7 @@ def corpus_protocol(root: Path, model: Assessor, labels: dict) -> None:
         said.append(j.said)
         tot.append(j.total)
         ty.append(labels[u]["total"])
-    a, s, b, yy = map(np.concatenate, (acc, score, before, y))
+    a, s, b, yy, named = map(np.concatenate, (acc, score, before, y, other))
     w, wyy, p_said = np.concatenate(wacc), np.concatenate(wy).astype(float), np.concatenate(said)
     t, tyy = np.array(tot), np.array(ty, dtype=float)
     wrong = yy < 1.0
@@ -130,6 +131,11 @@ def corpus_protocol(root: Path, model: Assessor, labels: dict) -> None:
     )
     print(
         f"expert-correct phones (2) scored below 60: {np.mean(s[yy == 2] < 60):.1%} (before {np.mean(b[yy == 2] < 60):.1%})"
+    )
+    print(
+        f"sounds_like names another phone for {np.mean(named[yy == 2]):.1%} of expert-correct phones "
+        f"({np.mean(named[(yy == 2) & (s >= 60)]):.1%} of those scored 60 or more), {np.mean(named[wrong]):.1%} of "
+        f"phones the experts' mean puts below 1"
     )
     cut = model.matched_above
     print(

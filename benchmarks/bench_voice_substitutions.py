@@ -126,10 +126,12 @@ def main() -> None:
     print()
     named = np.mean([r[4] == r[0].heard for r in subs])
     asked = np.mean([r[5] == r[0].heard for r in subs])
+    band_only = np.mean([(r[5] if r[6] < 60 else r[0].target) == r[0].heard for r in subs])
     same_class = np.mean([(r[5] in VOWELS) == (r[0].heard in VOWELS) and r[5] != r[0].target for r in subs])
     print(
         f"sounds_like names the phone said (substitutions, {len(subs)}): {named:.1%} as reported, {asked:.1%} when asked"
     )
+    print(f"  as reported if only the retry band (< 60) named another phone: {band_only:.1%}")
     print(f"  the phone named when asked is of the said phone's class: {same_class:.1%}")
     for name in ("vowel substitution", "consonant substitution"):
         sel = groups[name]

@@ -57,7 +57,7 @@ def test_phone_word_and_phrase_predictions_follow_the_experts(
 
 
 def test_the_public_scores_follow_the_experts(scorer: PronunciationScorer, corpus: dict[str, dict]) -> None:
-    overall, totals, good_words_matched = [], [], []
+    overall, totals, good_words_matched, named_above = [], [], [], []
     for utt, label in sorted(corpus.items()):
         result = scorer.score((SLICE / "WAVE" / f"{utt}.WAV").read_bytes(), label["text"].lower())
         assert [w.word.upper() for w in result.word_scores] == [w["text"] for w in label["words"]]
@@ -69,8 +69,12 @@ def test_the_public_scores_follow_the_experts(scorer: PronunciationScorer, corpu
         for word in result.word_scores:
             for p in word.phoneme_scores:
                 assert 0 <= p.score <= 100
-                assert (p.sounds_like == p.phoneme) == (p.score >= 60) or p.sounds_like == "#"
+                assert p.score >= 60 or p.sounds_like != p.phoneme  # the retry band names another phone
+                if p.score >= 60:
+                    named_above.append(p.sounds_like != p.phoneme)
     assert np.corrcoef(overall, totals)[0, 1] > 0.6
+    # above the retry band another phone is named only where the said-as choice is confident: rarely
+    assert np.mean(named_above) <= 0.1
     assert np.mean(good_words_matched) >= 0.9
 
 

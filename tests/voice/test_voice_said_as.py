@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
+from conftest import PHRASE
 
+from learnloop.voice import PronunciationScorer
 from learnloop.voice.assessment import default_assessor
 from learnloop.voice.calibration import CALIBRATION
 from learnloop.voice.gop import SCORING_PHONES
@@ -69,3 +73,37 @@ def test_the_choice_round_trips_and_refuses_other_features() -> None:
     assert np.allclose(again.weights, model.weights, atol=1e-6)
     with pytest.raises(ValueError, match="features"):
         SaidAs.from_dict({"features": ["fit"], "weights": [1.0]})
+
+
+def test_the_reporting_threshold_round_trips_and_is_checked() -> None:
+    weights = np.ones(len(FEATURE_NAMES))
+    assert SaidAs.from_dict(SaidAs(weights, 0.7).to_dict()).report_above == 0.7
+    assert SaidAs.from_dict(SaidAs(weights).to_dict()).report_above is None
+    with pytest.raises(ValueError, match="report_above"):
+        SaidAs.from_dict({**SaidAs(weights).to_dict(), "report_above": 1.5})
+
+
+def test_sounds_like_names_another_phone_above_the_retry_band_only_when_the_choice_is_confident(
+    scorer: PronunciationScorer, clips: dict[str, bytes]
+) -> None:
+    shipped = default_assessor()
+    assert shipped.said_as_model is not None
+    ev = scorer.evidence(clips["substituted"], PHRASE)
+    judgement = shipped.judge(ev)
+    said = shipped.said_as(ev)
+    phones = [g.phone for g in ev.gops]
+    scores = judgement.phone_scores
+    weights = shipped.said_as_model.weights
+    # only below 60: the learned choice is named exactly where the phone scores in the retry band
+    strict = dataclasses.replace(shipped, said_as_model=SaidAs(weights, None)).sounds_like(ev, judgement)
+    assert [s != p for s, p in zip(strict, phones, strict=True)] == [bool(v < 60) for v in scores]
+    # from any probability: every phone is named as the learned choice, whatever its score
+    eager = dataclasses.replace(shipped, said_as_model=SaidAs(weights, 1e-9)).sounds_like(ev, judgement)
+    assert list(eager) == list(said)
+    # as shipped: every phone in the retry band names another phone, and a phone above it names
+    # another only when the choice gives that phone at least the threshold
+    above = shipped.said_as_model.report_above
+    for g, s, other, v in zip(ev.gops, shipped.sounds_like(ev, judgement), said, scores, strict=True):
+        p = shipped.said_as_model.other_and_probability(g.phone, g.llr, g.end - g.start)[1]
+        named = v < 60 or (above is not None and p >= above)
+        assert s == (other if named else g.phone)

@@ -6,17 +6,25 @@ Used by ``fit_voice_real.py``; needs the evidence caches of ``substitution_set.p
 
 from __future__ import annotations
 
+import hashlib
+import json
 import zlib
 from pathlib import Path
 
 import _so762
 import numpy as np
 
+from learnloop.voice import saidas
 from learnloop.voice.saidas import FEATURE_NAMES, SaidAs, fit_said_as
 
-#: the ridges tried on the word folds; with one, it is taken without the fold figures (each fold
-#: fit takes minutes on a shared machine: the shipped choice used 1.0, untuned)
-SAID_AS_RIDGES = [1.0]
+#: the ridges tried on the word folds (their fold figures are cached under ``SO762_DIR/.learnloop/``)
+SAID_AS_RIDGES = [0.1, 1.0, 10.0, 100.0]
+#: the probabilities of another phone from which ``sounds_like`` may name it above the retry band,
+#: tried on the train folds (:func:`choose_report_above`)
+REPORT_ABOVE = [0.5, 0.6, 0.7, 0.8, 0.9]
+#: ... the lowest of them that names another phone for at most this share of the phones all five
+#: experts call correct (the issue's bar for expert-correct phones in the retry band)
+FALSE_ALARMS = 0.05
 
 
 def said_as_examples(
@@ -73,7 +81,7 @@ def said_as_examples(
             fold.append(zlib.crc32(r.word.encode()) % folds)
     import _espeak_labelled
 
-    substitute = {job[0]: job[4] for job in _espeak_labelled.jobs()}
+    substitute = espeak_substitutes(root)
     for key, raw in _espeak_labelled.evidence(root).items():
         ev = _so762.to_evidence(key, raw)
         if len(ev.gops) != len(ev.pronunciations[0]):  # type: ignore[attr-defined]
@@ -111,6 +119,19 @@ def said_as_examples(
     return blocks, labels, np.array(fold)
 
 
+def espeak_substitutes(root: Path) -> dict[str, str]:
+    """``voice:word:k`` -> the phone ``_espeak_labelled`` put in, kept beside its evidence cache (drawing
+    the jobs asks espeak-ng about every word again, minutes on a loaded machine)."""
+    import _espeak_labelled
+
+    cache = root / ".learnloop" / f"espeak-substitutes-v{_espeak_labelled.CACHE_VERSION}.json"
+    if cache.exists():
+        return dict(json.loads(cache.read_text()))
+    found = {job[0]: job[4] for job in _espeak_labelled.jobs()}
+    cache.write_text(json.dumps(found))
+    return found
+
+
 def fit_said_as_stage(root: Path, evs: list, phone_y: list[np.ndarray], real: np.ndarray, folds: int) -> SaidAs:
     """The *said as* choice, its ridge chosen by top-1 on the espeak-ng word folds (the phone
     said named, for the substituted and deleted phones of the held-out words of each fold)."""
@@ -123,6 +144,14 @@ def fit_said_as_stage(root: Path, evs: list, phone_y: list[np.ndarray], real: np
     )
 
     def word_fold_top1(blocks: list[np.ndarray], ridge: float) -> float:
+        key = hashlib.sha256(repr((ridge, folds, labels)).encode() + fold.tobytes())
+        for b in blocks:
+            key.update(np.ascontiguousarray(b).tobytes())
+        for f in (Path(__file__), Path(saidas.__file__)):
+            key.update(f.read_bytes())
+        cache = root / ".learnloop" / f"said-as-folds-{key.hexdigest()[:16]}.json"
+        if cache.exists():
+            return float(json.loads(cache.read_text()))
         hits = []
         for k in range(folds):
             model = fit_said_as(
@@ -131,6 +160,7 @@ def fit_said_as_stage(root: Path, evs: list, phone_y: list[np.ndarray], real: np
             for j in np.flatnonzero((fold == k) & (lab > 0)):
                 s = blocks[j] @ model.weights
                 hits.append(1 + int(np.argmax(s[1:])) == lab[j])
+        cache.write_text(json.dumps(float(np.mean(hits))))
         return float(np.mean(hits))
 
     if len(SAID_AS_RIDGES) == 1:
@@ -153,3 +183,50 @@ def fit_said_as_stage(root: Path, evs: list, phone_y: list[np.ndarray], real: np
     )
     assert best is not None
     return fit_said_as(blocks, labels, ridge=best[1])
+
+
+def choose_report_above(
+    model: SaidAs,
+    evs: list,
+    phone_y: list[np.ndarray],
+    real: np.ndarray,
+    fold_scores: np.ndarray,
+    part: object = None,
+    part_scores: list[np.ndarray] | None = None,
+) -> SaidAs:
+    """``model`` with the lowest of :data:`REPORT_ABOVE` for which ``sounds_like`` names another phone
+    for at most :data:`FALSE_ALARMS` of the corpus' expert-correct phones (their out-of-fold scores
+    ``fold_scores``, 0-100, in ``evs`` order, the retry band included); None when none of them
+    does. With the substitution set's fit ``part`` and its renditions' fold scores, prints how often
+    the substituted phone is named as reported at each threshold."""
+    at = np.cumsum([0, *[len(ev.gops) for ev in evs]])
+    score, prob = [], []
+    for j in np.flatnonzero(real):
+        for k, g in enumerate(evs[j].gops):
+            if phone_y[j][k] == 2.0:
+                score.append(fold_scores[at[j] + k])
+                prob.append(model.other_and_probability(g.phone, g.llr, g.end - g.start)[1])
+    score_a, prob_a = np.array(score), np.array(prob)
+    chosen = None
+    print(
+        f"sounds_like of the {len(score_a)} expert-correct train phones: another phone for "
+        f"{np.mean(score_a < 60):.1%} (below 60)"
+    )
+    for above in REPORT_ABOVE:
+        alarms = float(np.mean((score_a < 60) | (prob_a >= above)))
+        named = ""
+        if part is not None and part_scores is not None:
+            hits = []
+            for e, _, pos, kind in part.pairs:  # type: ignore[attr-defined]
+                if kind != "sub":
+                    continue
+                g = part.renditions[e].evidence.gops[pos]  # type: ignore[attr-defined]
+                other, p = model.other_and_probability(g.phone, g.llr, g.end - g.start)
+                said = other if part_scores[e][pos] < 60 or p >= above else g.phone
+                hits.append(said == part.renditions[e].pair.heard)  # type: ignore[attr-defined]
+            named = f"; fit part's substitutions named as reported {np.mean(hits):.1%}"
+        print(f"  also from a probability of {above}: another phone for {alarms:.1%}{named}")
+        if chosen is None and alarms <= FALSE_ALARMS:
+            chosen = above
+    print(f"  report_above: {chosen}")
+    return SaidAs(model.weights, chosen)

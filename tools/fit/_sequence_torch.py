@@ -32,6 +32,7 @@ class Utterance:
     phone_y: np.ndarray  # (P,) nan: no label
     word_y: np.ndarray  # (n_words,) nan: no label (0-10)
     total_y: float  # nan: no label (0-10)
+    weight: float = 1.0  # of its phones in the phone loss (the substitution renditions: the chosen weight)
 
 
 class Layer(nn.Module):
@@ -124,10 +125,11 @@ def batch(utts: list[Utterance]) -> dict[str, torch.Tensor | int]:
     py = np.full((len(utts), n), np.nan, dtype=np.float32)
     wy = np.full((len(utts), w), np.nan, dtype=np.float32)
     ty = np.array([u.total_y for u in utts], dtype=np.float32)
+    pw = np.zeros((len(utts), n), dtype=np.float32)
     timing = np.stack([u.timing for u in utts]).astype(np.float32)
     for i, u in enumerate(utts):
         p = len(u.x)
-        x[i, :p], ok[i, :p], word[i, :p], py[i, :p] = u.x, True, u.word, u.phone_y
+        x[i, :p], ok[i, :p], word[i, :p], py[i, :p], pw[i, :p] = u.x, True, u.word, u.phone_y, u.weight
         wy[i, : u.n_words] = u.word_y
     return {
         "x": torch.from_numpy(x),
@@ -138,6 +140,7 @@ def batch(utts: list[Utterance]) -> dict[str, torch.Tensor | int]:
         "py": torch.from_numpy(py),
         "wy": torch.from_numpy(wy),
         "ty": torch.from_numpy(ty),
+        "pw": torch.from_numpy(pw),
     }
 
 
@@ -162,7 +165,8 @@ def train(
     progress: str = "",
 ) -> Net:
     """Fit on ``utts`` (Adam, the learning rate decayed linearly to a tenth; a mean squared
-    error per level, each on the 0-2 scale, summed)."""
+    error per level, each on the 0-2 scale, summed; the phones' weighted by their utterance's
+    ``weight``)."""
     from tqdm.auto import tqdm
 
     torch.manual_seed(seed)
@@ -188,8 +192,11 @@ def train(
         for idx in batches:
             b = batch([utts[j] for j in idx])
             phone, words, total = net(b["x"], b["ok"], b["word"], b["n_words"], b["timing"])  # type: ignore[arg-type]
-            loss = torch.zeros(())
-            for pred, target in ((phone, b["py"]), (words, b["wy"] / 5.0), (total, b["ty"] / 5.0)):  # type: ignore[operator]
+            # phones: the mean squared error weighted by each utterance's weight (1 for the corpus)
+            have = ~torch.isnan(b["py"])  # type: ignore[arg-type]
+            pw = b["pw"][have]  # type: ignore[index]
+            loss = (pw * (phone[have] - b["py"][have]) ** 2).sum() / pw.sum().clamp(min=1e-6)  # type: ignore[index]
+            for pred, target in ((words, b["wy"] / 5.0), (total, b["ty"] / 5.0)):  # type: ignore[operator]
                 have = ~torch.isnan(target)  # type: ignore[arg-type]
                 if have.any():
                     loss = loss + ((pred[have] - target[have]) ** 2).mean()  # type: ignore[index]
@@ -332,7 +339,7 @@ def out_of_fold(
 
     key = hashlib.sha256(Path(__file__).read_bytes())
     for u in utts:
-        for a in (u.x, u.word, u.timing, u.phone_y, u.word_y, np.array([u.total_y])):
+        for a in (u.x, u.word, u.timing, u.phone_y, u.word_y, np.array([u.total_y, u.weight])):
             key.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
     key.update(np.asarray(trainable, dtype=np.int8).tobytes() + np.asarray(fold, dtype=np.int64).tobytes())
     key.update(repr(config).encode())
@@ -361,7 +368,7 @@ def final_model(utts: list[Utterance], config: Config, seeds: int, cache_dir: Pa
 
     key = hashlib.sha256(Path(__file__).read_bytes())
     for u in utts:
-        for a in (u.x, u.word, u.timing, u.phone_y, u.word_y, np.array([u.total_y])):
+        for a in (u.x, u.word, u.timing, u.phone_y, u.word_y, np.array([u.total_y, u.weight])):
             key.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
     key.update(repr((config, seeds)).encode())
     path = None if cache_dir is None else cache_dir / f"sequence-final-{key.hexdigest()[:16]}.npz"

@@ -344,20 +344,27 @@ class Assessor:
         (:mod:`learnloop.voice.saidas`; ``first_language``, one of
         :data:`~learnloop.voice.confusions.FIRST_LANGUAGES`, brings in that language's patterns)
         or, in a model without one, the plausible competitor that fits the audio best."""
+        return tuple(name for name, _ in self._said_as(ev, first_language))
+
+    def _said_as(self, ev: Evidence, first_language: str | None) -> list[tuple[str, float]]:
         if self.said_as_model is None:
-            return tuple(self.calibration.best_substitute(g.phone, g.llr) for g in ev.gops)
+            return [(self.calibration.best_substitute(g.phone, g.llr), 0.0) for g in ev.gops]
         m, cal = self.said_as_model, self.calibration
-        return tuple(m.other(g.phone, g.llr, g.end - g.start, first_language, cal) for g in ev.gops)
+        return [m.other_and_probability(g.phone, g.llr, g.end - g.start, first_language, cal) for g in ev.gops]
 
     def sounds_like(self, ev: Evidence, judgement: Judgement, *, first_language: str | None = None) -> tuple[str, ...]:
-        """Per aligned phone (``ev.gops`` order), the phone it sounds like: itself when it scores
-        :data:`RETRY_BELOW` or more, ``#`` when nothing was heard, else :meth:`said_as`."""
+        """Per aligned phone (``ev.gops`` order), the phone it sounds like: ``#`` when nothing was
+        heard; :meth:`said_as` when the phone scores below :data:`RETRY_BELOW`, or when the learned
+        choice gives that phone a probability of at least its ``report_above``; else itself."""
         if not judgement.heard:
             return tuple("#" for _ in ev.gops)  # the audio holds no speech: no phoneme was detected
-        said = self.said_as(ev, first_language=first_language)
+        model = self.said_as_model
+        above = 2.0 if model is None or model.report_above is None else model.report_above
         return tuple(
-            g.phone if value >= RETRY_BELOW else other
-            for g, value, other in zip(ev.gops, judgement.phone_scores, said, strict=True)
+            g.phone if value >= RETRY_BELOW and p < above else other
+            for g, value, (other, p) in zip(
+                ev.gops, judgement.phone_scores, self._said_as(ev, first_language), strict=True
+            )
         )
 
     def to_dict(self, sequence_file: str = "assessment.npz") -> dict[str, Any]:

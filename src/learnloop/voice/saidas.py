@@ -128,9 +128,12 @@ def candidate_features(
 
 @dataclass(frozen=True, eq=False)
 class SaidAs:
-    """The fitted weights of the choice (one per :data:`FEATURE_NAMES`)."""
+    """The fitted weights of the choice (one per :data:`FEATURE_NAMES`) and ``report_above``:
+    the probability of another phone from which ``sounds_like`` names it even when the phone
+    scores 60 or more (None: only below 60)."""
 
     weights: np.ndarray
+    report_above: float | None = None
 
     def probabilities(
         self,
@@ -155,11 +158,26 @@ class SaidAs:
         calibration: Calibration = CALIBRATION,
     ) -> str:
         """The likeliest candidate other than ``phone`` itself (``#``: nothing was said)."""
+        return self.other_and_probability(phone, llr, frames, first_language, calibration)[0]
+
+    def other_and_probability(
+        self,
+        phone: str,
+        llr: Sequence[float] | np.ndarray,
+        frames: int,
+        first_language: str | None = None,
+        calibration: Calibration = CALIBRATION,
+    ) -> tuple[str, float]:
+        """:meth:`other` and its probability."""
         p = self.probabilities(phone, llr, frames, first_language, calibration)
-        return candidates(phone)[1 + int(np.argmax(p[1:]))]
+        best = 1 + int(np.argmax(p[1:]))
+        return candidates(phone)[best], float(p[best])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"features": list(FEATURE_NAMES), "weights": np.round(self.weights, 6).tolist()}
+        out: dict[str, Any] = {"features": list(FEATURE_NAMES), "weights": np.round(self.weights, 6).tolist()}
+        if self.report_above is not None:
+            out["report_above"] = self.report_above
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SaidAs:
@@ -167,7 +185,10 @@ class SaidAs:
             raise ValueError("said-as model does not match its features")
         w = np.asarray(d["weights"], dtype=np.float64)
         w.setflags(write=False)
-        return cls(w)
+        above = d.get("report_above")
+        if above is not None and not 0.0 < float(above) <= 1.0:
+            raise ValueError(f"report_above must lie in (0, 1], not {above}")
+        return cls(w, None if above is None else float(above))
 
 
 def fit_said_as(
