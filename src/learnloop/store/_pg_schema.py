@@ -11,7 +11,10 @@ import psycopg
 from learnloop.store._layout import SCHEMA_VERSION, VERSION_KEY, rekeyed_sessions, version_doc
 from learnloop.store.base import decode_doc, json_doc
 
-__all__ = ["create"]
+__all__ = ["UPSERT", "create"]
+
+#: what a write of a stored key does: takes the new document and the new place in the write order
+UPSERT = "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v"
 
 #: high-volume tables read by key only: no index on their write sequence (as on SQLite)
 _UNORDERED = frozenset({"events", "learners"})
@@ -57,7 +60,6 @@ def _migrate(conn: psycopg.Connection[Any], tables: Mapping[str, str], seq: str)
             (apps, k1, k2, blobs),
         )
     conn.execute(
-        f"INSERT INTO {meta} (app, k1, k2, k3, k4, seq, v) VALUES ('', %s, '', '', '', nextval('{seq}'), %s) "
-        "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v",
+        f"INSERT INTO {meta} (app, k1, k2, k3, k4, seq, v) VALUES ('', %s, '', '', '', nextval('{seq}'), %s) {UPSERT}",
         (VERSION_KEY, version_doc()),
     )

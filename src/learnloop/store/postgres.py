@@ -55,7 +55,7 @@ except ImportError as exc:
 
 from learnloop.store._codec import json_joined
 from learnloop.store._compact import fields_of
-from learnloop.store._pg_schema import create
+from learnloop.store._pg_schema import UPSERT, create
 from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
 
 __all__ = ["DISTRIBUTED_TABLES", "PostgresStore"]
@@ -259,24 +259,29 @@ class PostgresStore:
             yield conn
 
     @contextmanager
-    def _write(self, table: str) -> Iterator[psycopg.Connection[Any]]:
-        """The connection of this thread's transaction (a write in it needs no savepoint: one
-        statement; the rows of ``table`` read ahead are dropped), or a transaction of its own
-        that runs alone."""
+    def _writing(self, table: str) -> Iterator[_Tx]:
+        """This thread's transaction (a write in it needs no savepoint: one statement; the rows of
+        ``table`` read ahead are dropped), or a transaction of its own that runs alone."""
         tx: _Tx | None = getattr(self._local, "tx", None)
         if tx is not None:
             if tx.ahead:
                 tx.ahead = {row: blob for row, blob in tx.ahead.items() if row[0] != table}
-            yield tx.conn
+            yield tx
             return
         with self.atomic():
-            yield self._local.tx.conn
+            yield self._local.tx
+
+    @contextmanager
+    def _write(self, table: str) -> Iterator[psycopg.Connection[Any]]:
+        """:meth:`_writing`'s connection, once the rows held back in it are sent."""
+        with self._writing(table) as tx:
+            self._send_rows(tx)
+            yield tx.conn
 
     def _hold(self, table: str, params: tuple[Any, ...]) -> None:
         """A one-row upsert into ``table`` (``(app, *key, document)``), held back in this thread's
         transaction (one of its own outside one)."""
-        with self._write(table):
-            tx: _Tx = self._local.tx
+        with self._writing(table) as tx:
             if any(held == table for held, _ in tx.rows):
                 self._send_rows(tx)  # (rows of one table go in the order written, one statement each)
             tx.rows.append((table, params))
@@ -290,10 +295,9 @@ class PostgresStore:
         key = tuple(table for table, _ in rows)
         statement = self._upserts.get(key)
         if statement is None:
-            upsert = "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v"
             inserts = [
                 f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
-                f"VALUES (%s, %s, %s, %s, %s, nextval('{self._seq}'), %s) {upsert}"
+                f"VALUES (%s, %s, %s, %s, %s, nextval('{self._seq}'), %s) {UPSERT}"
                 for table in key
             ]
             statement = "".join(f"{'WITH' if n == 0 else ','} w{n} AS ({q}) " for n, q in enumerate(inserts[:-1]))
@@ -437,15 +441,13 @@ class PostgresStore:
             [(params, blob)] = latest.items()
             self._hold(table, (app, *params, blob))
             return
-        upsert = "ON CONFLICT (app, k1, k2, k3, k4) DO UPDATE SET seq = EXCLUDED.seq, v = EXCLUDED.v"
         with self._write(table) as conn:
-            self._send_rows(self._local.tx)
             # numbered from the sequence in the order given (volatile outputs are computed after the sort)
             conn.execute(
                 f"INSERT INTO {self._tables[table]} (app, k1, k2, k3, k4, seq, v) "
                 f"SELECT %s, k1, k2, k3, k4, nextval('{self._seq}'), v "
                 "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[]) "
-                f"WITH ORDINALITY AS r(k1, k2, k3, k4, v, n) ORDER BY n {upsert}",
+                f"WITH ORDINALITY AS r(k1, k2, k3, k4, v, n) ORDER BY n {UPSERT}",
                 (app, *_columns(latest), list(latest.values())),
             )
 
@@ -455,7 +457,6 @@ class PostgresStore:
         if not wanted:
             return []
         with self._write(table) as conn:
-            self._send_rows(self._local.tx)
             rows = conn.execute(
                 f"DELETE FROM {self._tables[table]} AS t USING {_UNNEST_KEYS} AS w(k1, k2, k3, k4) "
                 f"WHERE t.app = %s AND {_JOIN} RETURNING t.k1, t.k2, t.k3, t.k4",
@@ -472,7 +473,6 @@ class PostgresStore:
     def delete_prefix(self, table: str, app: str, prefix: Key) -> int:
         clause, params = self._where_prefix(table, prefix)
         with self._write(table) as conn:
-            self._send_rows(self._local.tx)
             cur = conn.execute(f"DELETE FROM {self._tables[table]} WHERE app = %s{clause}", (self._app(app), *params))
             self._local.tx.pipeline.sync()  # (the count comes with the answer)
             return cur.rowcount

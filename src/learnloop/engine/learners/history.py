@@ -61,7 +61,12 @@ class History:
 
     def after(self, epoch: float) -> History:
         """The events later than ``epoch`` (seconds)."""
-        return self.take(slice(int(np.searchsorted(self.columns.ts, epoch, side="right")), None))
+        return self.split(epoch)[1]
+
+    def split(self, epoch: float) -> tuple[History, History]:
+        """The events up to ``epoch`` (seconds), and those later."""
+        at = int(np.searchsorted(self.columns.ts, epoch, side="right"))
+        return self.take(slice(0, at)), self.take(slice(at, None))
 
 
 def read(store: Store, app: str, user: str, catalog: CatalogModel, after: float = -math.inf) -> History:

@@ -176,15 +176,16 @@ class Tracker:
         else:
             valid = tuple(c for c in entry.checkpoints if c.latest < dirty_from)
             start = self._start(catalog, entry, valid)
-        full = None if kept is None else kept.full(catalog)
-        if history is None and full is not None and entry.dirty_from is None:  # (its own events only: no read)
-            history = merged(catalog, full.after(start.latest), entry.pending, start.latest)
-        if history is None:
+        if kept is not None:  # (the events up to ``start`` are those kept: only later ones changed)
+            upto, later = kept.full(catalog).split(start.latest)
+        if kept is not None and history is None and entry.dirty_from is None:  # (its own events only: no read)
+            tail = merged(catalog, later, entry.pending, start.latest)
+        elif history is None:
             tail = read_history(self.store, app, user, catalog, after=start.latest)
         else:
             tail = history.after(start.latest)
-        if full is not None:  # (the events up to ``start`` are those kept: only later ones changed)
-            kept = Kept(full.take(slice(0, len(full) - len(full.after(start.latest))))).extended(catalog, tail)
+        if kept is not None:
+            kept = Kept(upto).extended(catalog, tail)
         elif start.latest == -math.inf:
             kept = kept_of(catalog, tail)
         rebuilt = self._apply(catalog, start, tail, valid)
