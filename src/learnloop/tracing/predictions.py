@@ -59,11 +59,11 @@ class TopicRuns:
         starts = self.ptr[topics]
         if lengths is None:
             lengths = self.ptr[topics + 1] - starts
-        ends = np.cumsum(lengths)
+        ends = lengths.cumsum()  # (the methods: the functions' wrappers cost more than the work)
         total = int(ends[-1]) if ends.size else 0
         if total == 0:
             return np.zeros(0, dtype=np.intp)
-        flat = np.repeat(starts - ends + lengths, lengths)
+        flat = (starts - ends + lengths).repeat(lengths)
         flat += np.arange(total)
         return flat if self.identity else self.order[flat]
 
@@ -88,6 +88,10 @@ def topic_sums(
     lengths = runs.counts[chosen]
     filled = lengths > 0
     if not filled.any():
+        return out
+    if topics is None and runs.identity and filled.all():
+        # every topic, the items already topic after topic: the runs are the items in order
+        out[:] = np.add.reduceat(values if weights is None else values * weights, runs.ptr[:-1])
         return out
     which = chosen[filled]
     if where is None:  # (given: ``runs.positions(topics)``, which skips topics without items anyway)
@@ -132,11 +136,14 @@ class Predictions:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def compute(cls, items: ItemParams, runs: TopicRuns, mean: FloatArray, sd: FloatArray) -> Predictions:
-        """Everything from the beliefs."""
-        rasch = bool((items.a == 1.0).all())
+    def compute(
+        cls, items: ItemParams, runs: TopicRuns, mean: FloatArray, sd: FloatArray, *, rasch: bool | None = None
+    ) -> Predictions:
+        """Everything from the beliefs (``rasch``: whether every discrimination is 1, when known)."""
+        if rasch is None:
+            rasch = bool((items.a == 1.0).all())
         if rasch:
-            p = _rasch_p(items.b[runs.order], runs.counts, mean, sd)  # topic after topic
+            p = _rasch_p(items.b if runs.identity else items.b[runs.order], runs.counts, mean, sd)  # topic after topic
             if not runs.identity:
                 in_order, p = p, np.empty_like(p)
                 p[runs.order] = in_order
@@ -172,7 +179,7 @@ class Predictions:
         if self.beneath is not None:  # (an overlay is advanced as what it overlays)
             return self.beneath.advance(mean, sd)
         if mean.shape != self.mean.shape:
-            return Predictions.compute(self.items, self.runs, mean, sd)
+            return Predictions.compute(self.items, self.runs, mean, sd, rasch=self.rasch)
         changed = ((mean != self.mean) | (sd != self.sd)).nonzero()[0]  # (np.flatnonzero, without its wrappers)
         if changed.size == 0:
             return self
@@ -185,9 +192,9 @@ class Predictions:
             gathered = self.gathered
         else:
             lengths = self.runs.counts[changed]
+            if lengths.sum() > _FULL_SHARE * self.p.size:  # (an answer that moves most topics)
+                return Predictions.compute(self.items, self.runs, mean, sd, rasch=self.rasch)
             where = self.runs.positions(changed, lengths)
-            if where.size > _FULL_SHARE * self.p.size:
-                return Predictions.compute(self.items, self.runs, mean, sd)
             segments = _segments(changed, lengths)
             gathered = (self.items.b[where], self.items.a[where])
             for shared in (changed, where, lengths, *gathered):  # (read by every thread that reads these predictions)
