@@ -37,6 +37,9 @@ from learnloop.voice import api as voice_module
 
 KEY = "k-1"
 HEADERS = {"X-API-KEY": KEY}
+# seconds a request may take, as InProcess gives: schemathesis's own 10 s cancels a first voice scoring on a
+# loaded machine (a scoring process started, the model loaded), which the server answers as a shutdown (503)
+TIMEOUT = 60
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 METHODS = ("get", "put", "post", "delete", "patch")
 EXAMPLES = 25
@@ -194,8 +197,7 @@ def test_generated_requests_get_documented_answers(
         suppress_health_check=list(HealthCheck),
     )
     def check(case: Any) -> None:
-        # (60 s as InProcess: schemathesis's own 10 s cancels a first scoring on a loaded machine, model load included)
-        case.call_and_validate(headers=HEADERS, checks=CHECKS, timeout=60)
+        case.call_and_validate(headers=HEADERS, checks=CHECKS, timeout=TIMEOUT)
 
     check()
 
@@ -212,7 +214,7 @@ def test_an_id_holding_a_newline_reaches_the_facade(client: InProcess) -> None:
 def _call(schemas: dict[str, Any], name: str, path: str, method: str, **case: Any) -> Any:
     """Send one request through schemathesis, check the answer against the document, expect a 200."""
     operation = schemas[name][path][method.upper()]
-    response = operation.Case(**case).call_and_validate(headers=HEADERS, checks=CHECKS)
+    response = operation.Case(**case).call_and_validate(headers=HEADERS, checks=CHECKS, timeout=TIMEOUT)
     assert response.status_code == 200, response.text
     return response.json() if response.content else None
 
