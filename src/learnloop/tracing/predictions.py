@@ -63,7 +63,7 @@ class TopicRuns:
         total = int(ends[-1]) if ends.size else 0
         if total == 0:
             return np.zeros(0, dtype=np.intp)
-        flat = (starts - ends + lengths).repeat(lengths)
+        flat: IntArray = (starts - ends + lengths).repeat(lengths)
         flat += np.arange(total)
         return flat if self.identity else self.order[flat]
 
