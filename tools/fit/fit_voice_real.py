@@ -74,7 +74,10 @@ MEAN3_SLACK = 0.005
 #: phones below 60 is at most 5 % and whose fold detection AUC is not below power 0's, the one whose phone
 #: predictions separate the fit part's substituted phones best (fold AUC, word folds)
 POWERS = [0.0, 0.25, 0.5, 1.0, 2.0, 4.0]
-FINAL_SEEDS = 2  # networks averaged in the shipped sequence model
+#: networks (seeds 0, 1, ...) averaged in the shipped sequence model, and in the fold predictions of the chosen
+#: size and weight from which the blend, the later stages and the power are chosen (the size and the weight
+#: are chosen on seed 0's)
+FINAL_SEEDS = 3
 RIDGES = [0.1, 1.0, 10.0, 100.0]
 #: the band edges 80 and 90 on the experts' phone scale: 90+ when the five experts'
 #: mean is 1.9 or more (at most one calls it accented), 80+ from 1.7
@@ -476,13 +479,35 @@ def main() -> None:
     print(
         f"chosen: sequence model {config}, renditions weighted {weight}, blend {blend} (mean of three >= {floor:.4f})"
     )
+    base = [t for t in trials if t[2] == config and t[3] == weight]
+    own = next((o for c, w, o, _ in runs if c == config and w == weight), None)
+    if own is not None and FINAL_SEEDS > 1:
+        # the chosen size and weight with the fold predictions of FINAL_SEEDS networks averaged, as shipped
+        runs_by_seed = [
+            _substitutions.seed_oof(utts, real, fold_of_utt, part, config, weight, s, args.root / ".learnloop")
+            for s in range(FINAL_SEEDS)
+        ]
+        averaged = _substitutions.mean_of(runs_by_seed)
+        own, rend = averaged[: len(utts)], averaged[len(utts) :]
+        base = []
+        for b in BLENDS:
+            ph = np.clip((1 - b) * net_oof + b * np.concatenate([o[0] for o in own]), 0.0, 2.0)
+            rp = [np.clip((1 - b) * a + b * o[0], 0.0, 2.0) for a, o in zip(net_rend, rend, strict=True)]
+            s_ = later_stages(
+                evs, ph, counts, own, y, word_y, unsaid_flags, total_y, real, fold_of_utt, say=lambda _: None
+            )
+            f = s_.figures
+            base.append((f["mean3"], _substitutions.pair_auc(part, rp), config, weight, b, s_, ph, rp))
+            print(
+                f"  {FINAL_SEEDS} seeds averaged, blend {b}: fold PCC phone {f['phone']:.4f}, word {f['word']:.4f}, "
+                f"total {f['total']:.4f}; mean {f['mean3']:.4f}; fit part's substitutions AUC {base[-1][1]:.3f}",
+                flush=True,
+            )
     # -- the *said as* choice: its ridge, and the power of P(said as itself) in the phone predictions (POWERS) --
     said_as, said_ridge = _said_as.fit_said_as_stage(args.root, evs, phone_y, real, args.folds)
     itself, rend_itself = _said_as.itself_out_of_fold(
         args.root, evs, phone_y, real, fold_of_utt, part, args.folds, said_ridge
     )
-    base = [t for t in trials if t[2] == config and t[3] == weight]
-    own = next((o for c, w, o, _ in runs if c == config and w == weight), None)
     by_power = {0.0: max(base, key=lambda t: t[0])}
     for power in POWERS[1:]:
         found = []
