@@ -107,26 +107,3 @@ def test_sounds_like_names_another_phone_above_the_retry_band_only_when_the_choi
         p = shipped.said_as_model.other_and_probability(g.phone, g.llr, g.end - g.start)[1]
         named = v < 60 or (above is not None and p >= above)
         assert s == (other if named else g.phone)
-
-
-def test_the_power_round_trips_and_is_checked() -> None:
-    weights = np.ones(len(FEATURE_NAMES))
-    assert SaidAs.from_dict(SaidAs(weights, 0.5, 2.0).to_dict()).power == 2.0
-    assert SaidAs.from_dict(SaidAs(weights).to_dict()).power == 0.0
-    with pytest.raises(ValueError, match="power"):
-        SaidAs.from_dict({**SaidAs(weights).to_dict(), "power": -1.0})
-
-
-def test_the_power_scales_each_phone_by_its_probability_of_being_itself(
-    scorer: PronunciationScorer, clips: dict[str, bytes]
-) -> None:
-    shipped = default_assessor()
-    assert shipped.said_as_model is not None
-    ev = scorer.evidence(clips["substituted"], PHRASE)
-    weights = shipped.said_as_model.weights
-    plain = dataclasses.replace(shipped, said_as_model=SaidAs(weights, None, 0.0)).judge(ev)
-    model = SaidAs(weights, None, 2.0)
-    scaled = dataclasses.replace(shipped, said_as_model=model).judge(ev)
-    itself = np.array([model.itself(g.phone, g.llr, g.end - g.start) for g in ev.gops])
-    assert np.all((itself > 0) & (itself < 1))
-    assert scaled.phone_accuracy == pytest.approx(plain.phone_accuracy * itself**2)

@@ -29,10 +29,10 @@ FALSE_ALARMS = 0.05
 
 def said_as_examples(
     root: Path, evs: list, phone_y: list[np.ndarray], real: np.ndarray, folds: int, seed: int = 0
-) -> tuple[list[np.ndarray], list[int], np.ndarray, np.ndarray]:
+) -> tuple[list[np.ndarray], list[int], np.ndarray]:
     """Examples of the *said as* choice: each one's candidate features, the candidate said (its
-    row) or -1 for "anything but itself", the word fold of an espeak-ng example (-1 for
-    the corpus), and the corpus utterance (its index in ``evs``) of a corpus example (-1 for espeak-ng).
+    row) or -1 for "anything but itself", and the word fold of an espeak-ng example (-1 for
+    the corpus).
 
     - the ``fit`` part of the substitution set (``benchmarks/substitution_set.py``): the
       substituted phone said as its substitute, the deleted one as ``#``, the phones of the
@@ -51,7 +51,7 @@ def said_as_examples(
     from learnloop.voice.saidas import candidate_features, candidates
 
     rng = np.random.default_rng(seed)
-    blocks, labels, fold, source = [], [], [], []
+    blocks, labels, fold = [], [], []
 
     def given(own: tuple[str, ...]) -> str | None:
         r = rng.random()
@@ -116,8 +116,7 @@ def said_as_examples(
         blocks.append(candidate_features(g.phone, g.llr, g.end - g.start, "zh" if rng.random() < 0.5 else None))
         labels.append(label)
         fold.append(-1)
-        source.append(u)
-    return blocks, labels, np.array(fold), np.r_[np.full(len(fold) - len(source), -1), source].astype(int)
+    return blocks, labels, np.array(fold)
 
 
 def espeak_substitutes(root: Path) -> dict[str, str]:
@@ -133,12 +132,10 @@ def espeak_substitutes(root: Path) -> dict[str, str]:
     return found
 
 
-def fit_said_as_stage(
-    root: Path, evs: list, phone_y: list[np.ndarray], real: np.ndarray, folds: int
-) -> tuple[SaidAs, float]:
-    """The *said as* choice and its ridge, chosen by top-1 on the espeak-ng word folds (the phone
+def fit_said_as_stage(root: Path, evs: list, phone_y: list[np.ndarray], real: np.ndarray, folds: int) -> SaidAs:
+    """The *said as* choice, its ridge chosen by top-1 on the espeak-ng word folds (the phone
     said named, for the substituted and deleted phones of the held-out words of each fold)."""
-    blocks, labels, fold, _ = said_as_examples(root, evs, phone_y, real, folds)
+    blocks, labels, fold = said_as_examples(root, evs, phone_y, real, folds)
     lab = np.array(labels)
     n_synth = int(np.sum(fold >= 0))
     print(
@@ -167,7 +164,7 @@ def fit_said_as_stage(
         return float(np.mean(hits))
 
     if len(SAID_AS_RIDGES) == 1:
-        return fit_said_as(blocks, labels, ridge=SAID_AS_RIDGES[0]), SAID_AS_RIDGES[0]
+        return fit_said_as(blocks, labels, ridge=SAID_AS_RIDGES[0])
     best: tuple[float, float] | None = None
     for ridge in SAID_AS_RIDGES:
         top1 = word_fold_top1(blocks, ridge)
@@ -185,33 +182,7 @@ def fit_said_as_stage(
         f"  said as without the pattern features, ridge {best[1]}: word-fold top-1 {word_fold_top1(plain, best[1]):.1%}"
     )
     assert best is not None
-    return fit_said_as(blocks, labels, ridge=best[1]), best[1]
-
-
-def itself_out_of_fold(
-    root: Path, evs: list, phone_y: list[np.ndarray], real: np.ndarray, fold_of_utt: np.ndarray, part: object,
-    folds: int, ridge: float,
-) -> tuple[list[np.ndarray], list[np.ndarray]]:  # fmt: skip
-    """P(said as itself) of every phone of ``evs`` and of the substitution set's fit ``part``, out of
-    fold: fold ``k``'s by a choice fitted without the corpus' speaker fold ``k`` and the espeak-ng
-    word fold ``k`` (no first language given, as the score asks)."""
-    blocks, labels, fold, source = said_as_examples(root, evs, phone_y, real, folds)
-    fold = np.where(source >= 0, fold_of_utt[np.maximum(source, 0)], fold)
-    models = [
-        fit_said_as(
-            [b for b, f in zip(blocks, fold) if f != k], [y for y, f in zip(labels, fold) if f != k], ridge=ridge
-        )
-        for k in range(folds)
-    ]
-    corpus = [
-        np.array([models[fold_of_utt[j]].itself(g.phone, g.llr, g.end - g.start) for g in ev.gops])
-        for j, ev in enumerate(evs)
-    ]
-    rend = [
-        np.array([models[part.fold[e]].itself(g.phone, g.llr, g.end - g.start) for g in r.evidence.gops])  # type: ignore[attr-defined]
-        for e, r in enumerate(part.renditions)  # type: ignore[attr-defined]
-    ]
-    return corpus, rend
+    return fit_said_as(blocks, labels, ridge=best[1])
 
 
 def choose_report_above(

@@ -12,8 +12,7 @@ alone on the model at ``--out``).
 Choices (the sequence model's size, by the mean of its three fold PCCs; the phone
 network's size and penalty; the blend of the two phone predictions, by the mean of the
 three fold PCCs of the shipped pipeline; the word, utterance and *said* ridges, the band
-knot of the phone "retry" edge and the ``is_matched`` threshold; the power of the *said as*
-choice's P(said as itself) that multiplies the phone predictions, ``POWERS``) are made on
+knot of the phone "retry" edge and the ``is_matched`` threshold) are made on
 five speaker folds inside the train split; the final models are then fitted on the
 whole train split, each on the rows its fold models were fitted on (the word stage on
 the corpus' own words: the unsaid words are the *said* stage's to handle). The word and
@@ -68,14 +67,8 @@ BLENDS = [0.0, 0.25, 0.5, 0.75, 1.0]
 #: model's own mean PCC. (Applied to the (weight, blend) pairs jointly, the slack let blend 0.25 in,
 #: whose test-split figures were worse: docs/voice.md.)
 MEAN3_SLACK = 0.005
-#: the powers of P(said as itself) (the *said as* choice, out of fold) that multiply the phone predictions,
-#: tried on the folds after the weight: each power takes its best blend by the mean of the three fold PCCs;
-#: of the powers whose mean is at most MEAN3_SLACK below that of power 0, whose fold share of expert-correct
-#: phones below 60 is at most 5 % and whose fold detection AUC is not below power 0's, the one whose phone
-#: predictions separate the fit part's substituted phones best (fold AUC, word folds)
-POWERS = [0.0, 0.25, 0.5, 1.0, 2.0, 4.0]
 #: networks (seeds 0, 1, ...) averaged in the shipped sequence model, and in the fold predictions of the chosen
-#: size and weight from which the blend, the later stages and the power are chosen (the size and the weight
+#: size and weight from which the blend and the later stages are then chosen again (the size and the weight
 #: are chosen on seed 0's)
 FINAL_SEEDS = 3
 RIDGES = [0.1, 1.0, 10.0, 100.0]
@@ -356,10 +349,8 @@ def main() -> None:
     labels = _so762.load_labels(args.root)
     evs, phone_y, word_y, unsaid_flags, total_y, real, fold_of_utt = training_set(args.root, labels, args.folds)
     if args.said_as_only:
-        said_as, _ = _said_as.fit_said_as_stage(args.root, evs, phone_y, real, args.folds)
-        old = Assessor.load(args.out).said_as_model
-        kept = dataclasses.replace(said_as, power=0.0 if old is None else old.power)
-        dataclasses.replace(Assessor.load(args.out), said_as_model=kept).save(args.out)
+        said_as = _said_as.fit_said_as_stage(args.root, evs, phone_y, real, args.folds)
+        dataclasses.replace(Assessor.load(args.out), said_as_model=said_as).save(args.out)
         print(f"wrote {args.out} (said as refitted) in {time.perf_counter() - t0:.0f} s")
         return
 
@@ -479,7 +470,6 @@ def main() -> None:
     print(
         f"chosen: sequence model {config}, renditions weighted {weight}, blend {blend} (mean of three >= {floor:.4f})"
     )
-    base = [t for t in trials if t[2] == config and t[3] == weight]
     own = next((o for c, w, o, _ in runs if c == config and w == weight), None)
     if own is not None and FINAL_SEEDS > 1:
         # the chosen size and weight with the fold predictions of FINAL_SEEDS networks averaged, as shipped
@@ -503,41 +493,8 @@ def main() -> None:
                 f"total {f['total']:.4f}; mean {f['mean3']:.4f}; fit part's substitutions AUC {base[-1][1]:.3f}",
                 flush=True,
             )
-    # -- the *said as* choice: its ridge, and the power of P(said as itself) in the phone predictions (POWERS) --
-    said_as, said_ridge = _said_as.fit_said_as_stage(args.root, evs, phone_y, real, args.folds)
-    itself, rend_itself = _said_as.itself_out_of_fold(
-        args.root, evs, phone_y, real, fold_of_utt, part, args.folds, said_ridge
-    )
-    by_power = {0.0: max(base, key=lambda t: t[0])}
-    for power in POWERS[1:]:
-        found = []
-        for t in base:
-            ph = t[6] * np.concatenate(itself) ** power
-            rp = [np.clip(a, 0.0, 2.0) * b**power for a, b in zip(t[7], rend_itself, strict=True)]
-            s_ = later_stages(
-                evs, ph, counts, own, y, word_y, unsaid_flags, total_y, real, fold_of_utt, say=lambda _: None
-            )
-            found.append((s_.figures["mean3"], _substitutions.pair_auc(part, rp), t[2], t[3], t[4], s_, ph, rp))
-        by_power[power] = max(found, key=lambda t: t[0])
-    for power, t in by_power.items():
-        f = t[5].figures
-        print(
-            f"  P(said as itself)^{power}, blend {t[4]}: fold PCC phone {f['phone']:.4f}, word {f['word']:.4f}, total "
-            f"{f['total']:.4f}; mean {t[0]:.4f}; detection AUC {f['detection_auc']:.4f}, expert-correct below 60 "
-            f"{f['correct_below_60']:.1%}; fit part's substitutions AUC {t[1]:.3f}"
-        )
-    b0 = by_power[0.0][5].figures
-    power, (_, _, config, weight, blend, st, phone_oof, rend_phone) = max(
-        (
-            (p, t)
-            for p, t in by_power.items()
-            if t[0] >= b0["mean3"] - MEAN3_SLACK
-            and t[5].figures["correct_below_60"] <= 0.05
-            and round(t[5].figures["detection_auc"], 3) >= round(b0["detection_auc"], 3)
-        ),
-        key=lambda pt: pt[1][1],
-    )
-    print(f"chosen: P(said as itself)^{power}, blend {blend}")
+        _, _, config, weight, blend, st, phone_oof, rend_phone = max(base, key=lambda t: t[0])
+        print(f"chosen with {FINAL_SEEDS} seeds averaged: blend {blend}")
 
     # -- final fit on the whole train split --------------------------------------------
     phone = fit_network(np.concatenate([x[is_real], sx]), np.concatenate([y[is_real], sy]), hidden=hidden, l2=l2)
@@ -550,11 +507,11 @@ def main() -> None:
 
         final = [u for u, r in zip(utts, real, strict=True) if r] + _substitutions.rendition_utterances(part, weight)
         sequence = seq.final_model(final, config, FINAL_SEEDS, args.root / ".learnloop")
+    said_as = _said_as.fit_said_as_stage(args.root, evs, phone_y, real, args.folds)
     rend_scores = [st.bands.phone_score(np.clip(a, 0.0, 2.0)) for a in rend_phone]
     said_as = _said_as.choose_report_above(
         said_as, evs, phone_y, real, st.bands.phone_score(phone_oof), part, rend_scores
     )
-    said_as = dataclasses.replace(said_as, power=power)
     model = Assessor(
         phone, word, utterance, st.bands, said, st.matched_above, sequence=sequence, blend=blend or 0.0,
         said_as_model=said_as,

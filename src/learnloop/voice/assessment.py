@@ -24,9 +24,7 @@ With a **sequence model** (:mod:`learnloop.voice.sequence`: a small transformer 
 every phone of the utterance, :func:`sequence_features`, after GOPT), its phone
 predictions are blended with the network's (``blend``: the sequence model's share),
 and its word and total predictions are one more input of the word, *said* and
-utterance stages. With a *said as* choice (:mod:`learnloop.voice.saidas`) whose
-``power`` is above 0, the phone predictions are then multiplied by the probability
-that each phone was said as itself to that power, before the later stages. Its weights ship beside ``assessment.json`` in ``assessment.npz``,
+utterance stages. Its weights ship beside ``assessment.json`` in ``assessment.npz``,
 whose SHA-256 the JSON records; a file that does not match is refused.
 
 Audio that holds no speech (a tone, hum, noise: :mod:`learnloop.voice.speech`) is
@@ -321,10 +319,6 @@ class Assessor:
             phone_acc = (1.0 - self.blend) * phone_acc + self.blend * seq_phone
             seq_words, seq_total = np.clip(words, 0.0, 10.0), float(np.clip(total, 0.0, 10.0))
         phone_acc = np.clip(phone_acc, 0.0, 2.0)
-        m = self.said_as_model
-        if m is not None and m.power and ev.gops:  # the said-as choice's doubt that the phone was itself
-            itself = np.array([m.itself(g.phone, g.llr, g.end - g.start, self.calibration) for g in ev.gops])
-            phone_acc = phone_acc * itself**m.power
         features = word_features(ev, phone_acc, seq_words)
         word_acc = np.clip(self.word(features), 0.0, 10.0)
         said = sigmoid(self.said(features))

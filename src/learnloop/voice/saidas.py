@@ -128,14 +128,12 @@ def candidate_features(
 
 @dataclass(frozen=True, eq=False)
 class SaidAs:
-    """The fitted weights of the choice (one per :data:`FEATURE_NAMES`), ``report_above``:
+    """The fitted weights of the choice (one per :data:`FEATURE_NAMES`) and ``report_above``:
     the probability of another phone from which ``sounds_like`` names it even when the phone
-    scores 60 or more (None: only below 60), and ``power``: the phone's predicted accuracy is
-    multiplied by P(said as itself) to this power (0: the score does not use the choice)."""
+    scores 60 or more (None: only below 60)."""
 
     weights: np.ndarray
     report_above: float | None = None
-    power: float = 0.0
 
     def probabilities(
         self,
@@ -175,18 +173,10 @@ class SaidAs:
         best = 1 + int(np.argmax(p[1:]))
         return candidates(phone)[best], float(p[best])
 
-    def itself(
-        self, phone: str, llr: Sequence[float] | np.ndarray, frames: int, calibration: Calibration = CALIBRATION
-    ) -> float:
-        """The probability that ``phone`` was said as itself (no first language given)."""
-        return float(self.probabilities(phone, llr, frames, None, calibration)[0])
-
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"features": list(FEATURE_NAMES), "weights": np.round(self.weights, 6).tolist()}
         if self.report_above is not None:
             out["report_above"] = self.report_above
-        if self.power:
-            out["power"] = self.power
         return out
 
     @classmethod
@@ -198,10 +188,7 @@ class SaidAs:
         above = d.get("report_above")
         if above is not None and not 0.0 < float(above) <= 1.0:
             raise ValueError(f"report_above must lie in (0, 1], not {above}")
-        power = float(d.get("power", 0.0))
-        if not 0.0 <= power <= 16.0:
-            raise ValueError(f"power must lie in [0, 16], not {power}")
-        return cls(w, None if above is None else float(above), power)
+        return cls(w, None if above is None else float(above))
 
 
 def fit_said_as(
