@@ -95,3 +95,58 @@ def sequence_oof(
     return seq.out_of_fold(
         utts + rend, trainable, np.r_[fold_of_utt, part.fold], config, f"{config} w{weight} ", cache_dir=cache_dir
     )
+
+
+def seed_oof(
+    utts: list, real: np.ndarray, fold_of_utt: np.ndarray, part: FitPart, config: tuple,
+    weight: float, seed: int, cache_dir: Path,
+) -> list:  # fmt: skip
+    """:func:`sequence_oof` by networks trained with ``seed`` (seed 0 is :func:`sequence_oof`'s own): one
+    network per fold, the same rows; kept in ``cache_dir`` keyed by a hash of the training file, the
+    inputs, the labels, the folds, the config and the seed."""
+    import hashlib
+    import pickle
+
+    import _sequence_torch as seq
+
+    if seed == 0:
+        return sequence_oof(utts, real, fold_of_utt, part, config, weight, cache_dir)  # type: ignore[no-any-return]
+    rend = [seq.as_utterance(r.evidence, lab, None, float("nan")) for r, lab in zip(part.renditions, part.labels)]
+    if weight > 0.0:
+        rend = [dataclasses.replace(u, weight=weight) for u in rend]
+    every = utts + rend
+    trainable = np.r_[real, np.full(len(rend), weight > 0.0)]
+    fold = np.r_[fold_of_utt, part.fold]
+    key = hashlib.sha256(Path(seq.__file__).read_bytes())
+    for u in every:
+        for a in (u.x, u.word, u.timing, u.phone_y, u.word_y, np.array([u.total_y, u.weight])):
+            key.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    key.update(trainable.astype(np.int8).tobytes() + fold.astype(np.int64).tobytes() + repr((config, seed)).encode())
+    path = cache_dir / f"sequence-oof-seed-{key.hexdigest()[:16]}.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())  # type: ignore[no-any-return]
+    width, heads, layers, ff, dropout, epochs = config
+    out: list = [None] * len(every)
+    for k in np.unique(fold):
+        train = [u for u, t, f in zip(every, trainable, fold, strict=True) if t and f != k]
+        net = seq.train(
+            train, width=width, heads=heads, layers=layers, ff=ff, dropout=dropout, epochs=epochs, seed=seed,
+            progress=f"seed {seed} fold {k}",
+        )  # fmt: skip
+        idx = [j for j in range(len(every)) if fold[j] == k]
+        for j, found in zip(idx, seq.predict(net, [every[j] for j in idx]), strict=True):
+            out[j] = found
+    path.write_bytes(pickle.dumps(out))
+    return out
+
+
+def mean_of(runs: list[list]) -> list:
+    """The mean of several runs' (phone, word, total) predictions of each utterance."""
+    return [
+        (
+            np.mean([r[j][0] for r in runs], 0),
+            np.mean([r[j][1] for r in runs], 0),
+            float(np.mean([r[j][2] for r in runs])),
+        )
+        for j in range(len(runs[0]))
+    ]
