@@ -76,8 +76,9 @@ def read(store: Store, app: str, user: str, catalog: CatalogModel, after: float 
         # canonical stamps sort as the instants they name: only the tail is read
         since = format_timestamp(datetime.fromtimestamp(math.floor(after * 1000 - 1) / 1000, UTC))
     with _gc_paused():
-        _, fields = records.event_fields(store, app, (user, catalog.index.catalog_id), last_after=since)
-        return _made(catalog, fields, after)
+        learner = (user, catalog.index.catalog_id)
+        fields, seq = records.event_fields_by_key(store, app, learner, _FIELDS, last_after=since)
+        return _made(catalog, fields, after, seq)
 
 
 def of_interactions(catalog: CatalogModel, interactions: Sequence[Interaction]) -> History:
@@ -147,16 +148,28 @@ def _epochs(stamps: Sequence[str]) -> np.ndarray:
     return np.array(canonical, dtype="datetime64[ms]").astype(np.int64) / 1000.0
 
 
-def _made(catalog: CatalogModel, fields: dict[str, list[Any]], after: float) -> History:
+def _made(catalog: CatalogModel, fields: dict[str, list[Any]], after: float, seq: np.ndarray | None) -> History:
+    """The history of events read as ``fields`` (in write order, or in any order with their sequence
+    numbers ``seq``, which give the write order): those later than ``after``, in time order."""
     stamps = fields.get("timestamp", [])
     n = len(stamps)
     epochs = _epochs(stamps)
     given = {name: fields.get(name, [None] * n) for name in _FIELDS}
     history = History(given["item_id"], stamps, _columns(catalog, given, epochs))
-    if n and epochs[0] > after and bool((epochs[1:] >= epochs[:-1]).all()):
-        return history  # (stored in time order, all later than ``after``: as it is)
-    later = np.flatnonzero(epochs > after)
-    return history.take(later[np.argsort(epochs[later], kind="stable")])
+    later = epochs > after
+    if n and bool(later.all()):
+        if seq is None and bool((epochs[1:] >= epochs[:-1]).all()):
+            return history  # (stored in time order, all later than ``after``: as it is)
+        order = np.argsort(epochs, kind="stable") if seq is None else np.lexsort((seq, epochs))
+    elif seq is None:
+        at = np.flatnonzero(later)
+        order = at[np.argsort(epochs[at], kind="stable")]
+    else:
+        at = np.flatnonzero(later)
+        order = at[np.lexsort((seq[at], epochs[at]))]
+    if order.size == n and bool((order[1:] > order[:-1]).all()):
+        return history
+    return history.take(order)
 
 
 _GC = threading.Lock()
