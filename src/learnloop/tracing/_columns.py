@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from .state import ATT, FRAC, SCORE, SKIP, TIME, TS, LearnerState, with_blank_rows
+from .state import _BLANK, ATT, FRAC, SCORE, SKIP, TIME, TS, LearnerState, with_blank_rows
 from .structure import Event
 
 #: the :class:`~learnloop.tracing.LearnerModel` whose settings apply (not imported: it imports this module)
 LearnerModel = Any
 
-__all__ = ["KIND_CODES", "EventColumns", "apply_columns", "kernel"]
+__all__ = ["KIND_CODES", "EventColumns", "apply_columns", "apply_run", "kernel"]
 
 #: the event kinds' codes in :attr:`EventColumns.kind`
 KIND_CODES = {"attempt": 1, "skip": 2, "view_theory": 3}
@@ -159,6 +159,19 @@ def kernel() -> Any:
     return _KERNEL or None
 
 
+def _signature(cols: EventColumns, e: int) -> int:
+    """:meth:`LearnerModel.signature` of event ``e`` of ``cols``."""
+    given, fraction = float(cols.score[e]), float(cols.fraction[e])
+    return hash(
+        (
+            int(cols.kind[e]),
+            -1.0 if math.isnan(given) else given,
+            int(cols.time_ms[e]),
+            -1.0 if math.isnan(fraction) else fraction,
+        )
+    )
+
+
 def _grouped(model: LearnerModel, state: LearnerState, cols: EventColumns) -> bool:
     """Whether the run passes the per-event path's validation and no event of it can be an exact
     duplicate of its item's latest."""
@@ -200,8 +213,8 @@ def apply_columns(model: LearnerModel, state: LearnerState, cols: EventColumns) 
     """``model.update_many(state, cols.events())`` at once, or None when the run needs the
     per-event path (see the module docstring)."""
     answer = kernel()
-    if answer is None or not _grouped(model, state, cols):
-        return None
+    if answer is None or model._gating_tables is not None or not _grouped(model, state, cols):
+        return None  # (the compiled loop leaves out the prerequisite gating: such a model goes event by event)
     item, kind, ts = cols.item, cols.kind, cols.ts
     touched, rows, sig, _ = with_blank_rows(state, item.tolist() if item.size == 1 else list(np.unique(item)))
     slot = np.searchsorted(touched, item)
@@ -222,15 +235,7 @@ def apply_columns(model: LearnerModel, state: LearnerState, cols: EventColumns) 
         rows[has, SCORE] = cols.score[scored][last[has]]
     last_event = _last_of(slot, k)
     for s, e in zip(np.flatnonzero(last_event >= 0).tolist(), last_event[last_event >= 0].tolist(), strict=True):
-        given, fraction = float(cols.score[e]), float(cols.fraction[e])
-        sig[s] = hash(  # LearnerModel.signature of the item's last event
-            (
-                int(kind[e]),
-                -1.0 if math.isnan(given) else given,
-                int(cols.time_ms[e]),
-                -1.0 if math.isnan(fraction) else fraction,
-            )
-        )
+        sig[s] = _signature(cols, e)  # (the item's last event's)
     # the answers: an attempt on a scorable item, a skip when skips are scored
     score = cols.score.copy()
     score[attempt & ~scorable] = np.nan
@@ -268,3 +273,69 @@ def apply_columns(model: LearnerModel, state: LearnerState, cols: EventColumns) 
         momentum=momentum,
         ability_blank=state.ability_blank,
     )
+
+
+def apply_run(
+    model: LearnerModel, state: LearnerState, cols: EventColumns, stops: Sequence[int]
+) -> list[LearnerState] | None:
+    """The states after the events of ``cols`` (in time order; item -1: not applied) up to each of
+    ``stops``, as :func:`apply_columns` gives them run by run, made in one call of the compiled loop
+    that keeps the interpreter lock throughout (where numpy's operations on long arrays each let it
+    go, and a thread beside then keeps it for its switch interval). None as :func:`apply_columns`
+    (also when a part of the run needs the per-event path)."""
+    if kernel() is None or model._gating_tables is not None:
+        return None
+    from ._kernel import run
+
+    n_items, n_topics = state.n_items, state.n_topics
+    rows = np.empty((n_items, 6))
+    rows[:] = _BLANK
+    rows[state.touched] = state.rows
+    ability, memory, momentum = state._ability_table(), state._memory_table(), state.momentum.copy()
+    last = np.full(n_items, -1, dtype=np.intp)
+    size = len(stops)
+    out = (np.empty((size, n_topics + 1, 3)), np.empty((size, n_topics, 5)), np.empty((size, 2)))
+    out_rows, out_last, out_events = (
+        np.empty((size, n_items, 6)),
+        np.empty((size, n_items), np.intp),
+        np.empty(size, np.intp),
+    )
+    items = model.items
+    skip = math.nan if model.skip_score is None else float(model.skip_score)
+    if not run(
+        cols.item, cols.kind, cols.ts, cols.score, cols.topic, cols.time_ms, cols.fraction, cols.practice,
+        np.asarray(items.topic, dtype=np.intp), np.asarray(items.b, dtype=np.float64),
+        np.asarray(items.a, dtype=np.float64), np.asarray(items.scorable, dtype=bool), skip,
+        ability, memory, momentum, rows, last, np.asarray(stops, dtype=np.intp), *out, out_rows, out_last, out_events,
+        *model.kernel_tables,
+    ):  # fmt: skip
+        return None
+    met = np.zeros(n_items, dtype=bool)
+    met[state.touched] = True
+    old = np.zeros(n_items, dtype=np.int64)
+    old[state.touched] = state.sig
+    signatures: dict[int, int] = {}
+    states = []
+    for s in range(size):
+        latest = out_last[s]
+        touched = np.flatnonzero(met | (latest >= 0))
+        sig = old[touched]
+        events = latest[touched]
+        for slot, e in zip(np.flatnonzero(events >= 0).tolist(), events[events >= 0].tolist(), strict=True):
+            found = signatures.get(e)
+            sig[slot] = signatures[e] = _signature(cols, e) if found is None else found
+        made = (touched, out_rows[s][touched], sig)
+        for array in made:
+            array.flags.writeable = False
+        states.append(
+            LearnerState.make(
+                out[0][s],
+                out[1][s],
+                *made,
+                n_items=n_items,
+                n_events=state.n_events + int(out_events[s]),
+                momentum=out[2][s],
+                ability_blank=state.ability_blank,
+            )  # fmt: skip
+        )
+    return states
