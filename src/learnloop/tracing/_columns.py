@@ -61,6 +61,10 @@ class EventColumns:
         """The events at ``rows`` (indices, a boolean mask or a slice)."""
         return EventColumns(*(part[rows] for part in self._parts()))
 
+    def inserted(self, at: np.ndarray, other: EventColumns) -> EventColumns:
+        """These events with ``other``'s put before those at the positions ``at`` (``np.insert``'s)."""
+        return EventColumns(*(np.insert(a, at, b) for a, b in zip(self._parts(), other._parts(), strict=True)))
+
     def joined(self, other: EventColumns) -> EventColumns:
         """These events, then ``other``'s."""
         return EventColumns(*(np.concatenate((a, b)) for a, b in zip(self._parts(), other._parts(), strict=True)))

@@ -59,6 +59,25 @@ class History:
             list(map(self.item_ids.__getitem__, at)), list(map(self.stamps.__getitem__, at)), self.columns.take(rows)
         )
 
+    def inserted(self, at: np.ndarray, other: History) -> History:
+        """These events with ``other``'s put before those at the positions ``at`` (non-decreasing,
+        one for each of ``other``'s: ``np.insert``'s), in a few operations on the columns."""
+        if not len(other):
+            return self
+        places = at.tolist()
+        item_ids: list[str] = []
+        stamps: list[str] = []
+        start = 0
+        for place, item_id, stamp in zip(places, other.item_ids, other.stamps, strict=True):
+            item_ids += self.item_ids[start:place]
+            stamps += self.stamps[start:place]
+            item_ids.append(item_id)
+            stamps.append(stamp)
+            start = place
+        item_ids += self.item_ids[start:]
+        stamps += self.stamps[start:]
+        return History(item_ids, stamps, self.columns.inserted(at, other.columns))
+
     def after(self, epoch: float) -> History:
         """The events later than ``epoch`` (seconds)."""
         return self.split(epoch)[1]
@@ -124,12 +143,13 @@ def merged(catalog: CatalogModel, history: History, group: Iterable[Interaction]
     group = list(group)
     replaced = {i.key[2:] for i in group}
     # (a stored event of a replaced key is at one of the group's times: only those are looked at)
-    near = np.flatnonzero(np.isin(history.columns.ts, [i.epoch for i in group])).tolist()
-    gone = [k for k in near if (history.item_ids[k], history.stamps[k]) in replaced]
-    added = of_interactions(catalog, [i for i in group if i.epoch > after])
+    ts = history.columns.ts
+    epochs = sorted({i.epoch for i in group})
+    spans = zip(np.searchsorted(ts, epochs).tolist(), np.searchsorted(ts, epochs, side="right").tolist(), strict=True)
+    gone = [k for lo, hi in spans for k in range(lo, hi) if (history.item_ids[k], history.stamps[k]) in replaced]
     stored = history.take(np.delete(np.arange(len(history)), gone)) if gone else history
-    both = History(stored.item_ids + added.item_ids, stored.stamps + added.stamps, stored.columns.joined(added.columns))
-    return both.take(np.argsort(both.columns.ts, kind="stable"))
+    added = of_interactions(catalog, sorted((i for i in group if i.epoch > after), key=lambda i: i.epoch))
+    return stored.inserted(np.searchsorted(stored.columns.ts, added.columns.ts, side="right"), added)
 
 
 def _epochs(stamps: Sequence[str]) -> np.ndarray:
