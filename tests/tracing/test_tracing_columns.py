@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
+from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure, _columns
 from learnloop.tracing._columns import EventColumns, apply_columns, kernel
 
 pytestmark = pytest.mark.skipif(kernel() is None, reason="numba (extra 'fast') is not installed")
@@ -177,7 +177,9 @@ def test_a_run_applied_at_once_gives_the_per_event_states_at_its_stops(
         events = sorted(events, key=lambda e: float(e.timestamp))  # (a run at once is in time order)
         n = len(events)
         stops = sorted({*data.draw(st.lists(st.integers(0, n), max_size=4)), n})
-        made = model.update_stops(state, EventColumns.from_events(events), stops)
+        with pytest.MonkeyPatch.context() as patch:  # (the loop's calls of a few events, or one)
+            patch.setattr(_columns, "RUN_SLICE", data.draw(st.sampled_from([3, 10, _columns.RUN_SLICE])))
+            made = model.update_stops(state, EventColumns.from_events(events), stops)
         assert made is not None and len(made) == len(stops)
         for stop, at in zip(stops, made, strict=True):
             _assert_same(at, model.update_many(state, events[:stop]))

@@ -148,6 +148,8 @@ class EventColumns:
 
 
 _KERNEL: Any = None
+#: events applied by one call of the compiled loop of :func:`apply_run` (a few milliseconds of work)
+RUN_SLICE = 8192
 
 
 def kernel() -> Any:
@@ -283,10 +285,11 @@ def apply_run(
     model: LearnerModel, state: LearnerState, cols: EventColumns, stops: Sequence[int]
 ) -> list[LearnerState] | None:
     """The states after the events of ``cols`` (in time order; item -1: not applied) up to each of
-    ``stops``, as :func:`apply_columns` gives them run by run, made in one call of the compiled loop
-    that keeps the interpreter lock throughout (where numpy's operations on long arrays each let it
-    go, and a thread beside then keeps it for its switch interval). None as :func:`apply_columns`
-    (also when a part of the run needs the per-event path)."""
+    ``stops`` (increasing), as :func:`apply_columns` gives them run by run, made by the compiled loop in calls of
+    at most :data:`RUN_SLICE` events that keep the interpreter lock throughout (where numpy's
+    operations on long arrays each let it go, and a thread beside then keeps it for its switch
+    interval); between two calls, a thread waiting for the lock gets it. None as
+    :func:`apply_columns` (also when a part of the run needs the per-event path)."""
     if kernel() is None or model._gating_tables is not None:
         return None
     from ._kernel import run
@@ -306,14 +309,19 @@ def apply_run(
     )
     items = model.items
     skip = math.nan if model.skip_score is None else float(model.skip_score)
-    if not run(
-        cols.item, cols.kind, cols.ts, cols.score, cols.topic, cols.time_ms, cols.fraction, cols.practice,
-        np.asarray(items.topic, dtype=np.intp), np.asarray(items.b, dtype=np.float64),
-        np.asarray(items.a, dtype=np.float64), np.asarray(items.scorable, dtype=bool), skip,
-        ability, memory, momentum, rows, last, np.asarray(stops, dtype=np.intp), *out, out_rows, out_last, out_events,
-        *model.kernel_tables,
-    ):  # fmt: skip
-        return None
+    run_items = (np.asarray(items.topic, dtype=np.intp), np.asarray(items.b, dtype=np.float64),
+                 np.asarray(items.a, dtype=np.float64), np.asarray(items.scorable, dtype=bool))  # fmt: skip
+    carry = np.array([0.0, -np.inf])
+    wanted = dict(zip(stops, range(size), strict=True))
+    lo = 0
+    for hi in sorted({*stops, *range(RUN_SLICE, len(cols), RUN_SLICE)}):
+        if not run(
+            cols.item, cols.kind, cols.ts, cols.score, cols.topic, cols.time_ms, cols.fraction, cols.practice,
+            *run_items, skip, ability, memory, momentum, rows, last, lo, hi, carry, wanted.get(hi, -1), *out,
+            out_rows, out_last, out_events, *model.kernel_tables,
+        ):  # fmt: skip
+            return None
+        lo = hi
     met = np.zeros(n_items, dtype=bool)
     met[state.touched] = True
     old = np.zeros(n_items, dtype=np.int64)
@@ -340,6 +348,6 @@ def apply_run(
                 n_events=state.n_events + int(out_events[s]),
                 momentum=out[2][s],
                 ability_blank=state.ability_blank,
-            )  # fmt: skip
+            )
         )
     return states

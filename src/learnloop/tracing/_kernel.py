@@ -275,7 +275,10 @@ def _py_run(
     momentum: np.ndarray,  # (2,) the start's, written in place
     rows: np.ndarray,  # (I, 6) every item's row (blank where not met), written in place
     last: np.ndarray,  # (I,) each item's last event in the run (-1: none), written
-    stops: np.ndarray,  # (S,) increasing positions in the run, the last n: the tables are copied after each
+    lo: int,  # the events lo to hi - 1 are applied (those before: by the calls before, in order)
+    hi: int,
+    carry: np.ndarray,  # (2,) the events applied by the calls before, and the time of the latest; written
+    snap: int,  # where the tables are copied after the events in the arrays below (-1: nowhere)
     out_ability: np.ndarray,  # (S, T + 1, 3) written
     out_memory: np.ndarray,  # (S, T, 5)
     out_momentum: np.ndarray,  # (S, 2)
@@ -292,7 +295,7 @@ def _py_run(
     settings: np.ndarray,
     fsrs: np.ndarray,
 ) -> bool:
-    """A run of events applied in order: each item's row (attempts, skips, last score, largest theory
+    """Events of a run applied in order: each item's row (attempts, skips, last score, largest theory
     fraction, time spent, last time), then the answer (an attempt on a scorable item, a skip when
     skips are scored) as :func:`answers` applies it. False (the tables left part-written) at the first
     event that the grouping of :mod:`learnloop.tracing._columns` does not cover: one that fails the
@@ -301,60 +304,60 @@ def _py_run(
     n_items = rows.shape[0]
     n_topics = memory.shape[0]
     nodes, weights, prior_m, prior_v = _scratch(chains, succ_idx)
-    applied = 0
-    before = -np.inf
-    at = 0
-    for s in range(stops.shape[0]):
-        for k in range(at, stops[s]):
-            i = item[k]
-            if i < 0:
-                continue
-            code = kind[k]
-            now = ts[k]
-            given = score[k]
-            frac = fraction[k]
-            t = topic[k]
-            if i >= n_items or code < 1 or code > 3 or not math.isfinite(now) or now < before:
-                return False
-            if given < 0.0 or given > 1.0 or frac < 0.0 or frac > 1.0 or t < -1 or t >= n_topics:
-                return False
-            if code == 1 and scorable[i] and math.isnan(given):
-                return False
-            if rows[i, 5] == now:
-                return False
-            before = now
-            applied += 1
-            last[i] = k
-            spent = time_ms[k]
-            rows[i, 4] = rows[i, 4] + float(spent if spent > 0 else 0)
-            if math.isnan(rows[i, 5]) or now > rows[i, 5]:
-                rows[i, 5] = now
-            answered = math.nan
-            if code == 1:
-                rows[i, 0] = rows[i, 0] + 1.0
-                if scorable[i]:
-                    rows[i, 2] = given
-                    answered = given
-            elif code == 2:
-                rows[i, 1] = rows[i, 1] + 1.0
-                answered = skip_score
-            else:
-                seen = 1.0 if math.isnan(frac) else frac
-                if seen > rows[i, 3]:
-                    rows[i, 3] = seen
-            if not math.isnan(answered):
-                answer(
-                    item_topic[i] if t < 0 else t, b_of[i], a_of[i], answered, practice[k], now, ability, memory,
-                    momentum, chains, chain_len, succ_ptr, succ_idx, gain, fail, nov, settings, fsrs, nodes,
-                    weights, prior_m, prior_v,
-                )  # fmt: skip
-        at = stops[s]
-        out_ability[s] = ability
-        out_memory[s] = memory
-        out_momentum[s] = momentum
-        out_rows[s] = rows
-        out_last[s] = last
-        out_events[s] = applied
+    applied = int(carry[0])
+    before = carry[1]
+    for k in range(lo, hi):
+        i = item[k]
+        if i < 0:
+            continue
+        code = kind[k]
+        now = ts[k]
+        given = score[k]
+        frac = fraction[k]
+        t = topic[k]
+        if i >= n_items or code < 1 or code > 3 or not math.isfinite(now) or now < before:
+            return False
+        if given < 0.0 or given > 1.0 or frac < 0.0 or frac > 1.0 or t < -1 or t >= n_topics:
+            return False
+        if code == 1 and scorable[i] and math.isnan(given):
+            return False
+        if rows[i, 5] == now:
+            return False
+        before = now
+        applied += 1
+        last[i] = k
+        spent = time_ms[k]
+        rows[i, 4] = rows[i, 4] + float(spent if spent > 0 else 0)
+        if math.isnan(rows[i, 5]) or now > rows[i, 5]:
+            rows[i, 5] = now
+        answered = math.nan
+        if code == 1:
+            rows[i, 0] = rows[i, 0] + 1.0
+            if scorable[i]:
+                rows[i, 2] = given
+                answered = given
+        elif code == 2:
+            rows[i, 1] = rows[i, 1] + 1.0
+            answered = skip_score
+        else:
+            seen = 1.0 if math.isnan(frac) else frac
+            if seen > rows[i, 3]:
+                rows[i, 3] = seen
+        if not math.isnan(answered):
+            answer(
+                item_topic[i] if t < 0 else t, b_of[i], a_of[i], answered, practice[k], now, ability, memory,
+                momentum, chains, chain_len, succ_ptr, succ_idx, gain, fail, nov, settings, fsrs, nodes,
+                weights, prior_m, prior_v,
+            )  # fmt: skip
+    carry[0] = applied
+    carry[1] = before
+    if snap >= 0:
+        out_ability[snap] = ability
+        out_memory[snap] = memory
+        out_momentum[snap] = momentum
+        out_rows[snap] = rows
+        out_last[snap] = last
+        out_events[snap] = applied
     return True
 
 
@@ -479,7 +482,7 @@ answer: Any = _JIT(_py_answer)
 _scratch: Any = _JIT(_py_scratch)
 #: the compiled loop of a run's answers (compiled at its first call, or read from numba's cache)
 answers: Any = _JIT(_py_answers)
-#: a run of events applied at once, holding the GIL throughout (see ``_columns.apply_run``)
+#: events of a run applied at once, holding the GIL throughout (see ``_columns.apply_run``)
 run: Any = numba.njit(cache=True)(_py_run)
 #: the compiled replay (compiled at its first call, or read from numba's cache)
 runs: Any = _JIT(_py_runs)
