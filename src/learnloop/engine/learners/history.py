@@ -240,9 +240,7 @@ def _columns(catalog: CatalogModel, fields: dict[str, list[Any]], epochs: np.nda
 
 
 def _floats(values: list[Any]) -> np.ndarray:
-    """Numbers as float64, None as NaN."""
+    """Numbers as float64, None as NaN (as numpy reads None in a float array)."""
     if values.count(None) == len(values):
         return np.full(len(values), np.nan)
-    if set(map(type, values)) <= {float, int, type(None)}:
-        return np.array(values, dtype=np.float64)  # (numpy reads None as NaN)
-    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    return np.array(values, dtype=np.float64)
