@@ -285,28 +285,29 @@ def apply_run(
     model: LearnerModel, state: LearnerState, cols: EventColumns, stops: Sequence[int]
 ) -> list[LearnerState] | None:
     """The states after the events of ``cols`` (in time order; item -1: not applied) up to each of
-    ``stops`` (increasing), as :func:`apply_columns` gives them run by run, made by the compiled loop in calls of
-    at most :data:`RUN_SLICE` events that keep the interpreter lock throughout (where numpy's
-    operations on long arrays each let it go, and a thread beside then keeps it for its switch
-    interval); between two calls, a thread waiting for the lock gets it. None as
+    ``stops`` (increasing), as :func:`apply_columns` gives them run by run, made by the compiled
+    loop in calls of at most :data:`RUN_SLICE` events that keep the interpreter lock throughout
+    (where numpy's operations on long arrays each let it go, and a thread beside then keeps it for
+    its switch interval); between two calls, a thread waiting for the lock gets it. None as
     :func:`apply_columns` (also when a part of the run needs the per-event path)."""
     if kernel() is None or model._gating_tables is not None:
         return None
     from ._kernel import run
 
     n_items, n_topics = state.n_items, state.n_topics
-    rows = np.empty((n_items, 6))
+    item = cols.item
+    # the rows of the items met before or in the run (none of those out of range: the loop refuses them)
+    touched = np.union1d(state.touched, item[(item >= 0) & (item < n_items)])
+    slot = np.minimum(np.searchsorted(touched, item), max(touched.size - 1, 0))
+    rows = np.empty((touched.size, 6))
     rows[:] = _BLANK
-    rows[state.touched] = state.rows
+    before = np.searchsorted(touched, state.touched)
+    rows[before] = state.rows
     ability, memory, momentum = state._ability_table(), state._memory_table(), state.momentum.copy()
-    last = np.full(n_items, -1, dtype=np.intp)
-    size = len(stops)
+    last = np.full(touched.size, -1, dtype=np.intp)
+    size, k = len(stops), touched.size
     out = (np.empty((size, n_topics + 1, 3)), np.empty((size, n_topics, 5)), np.empty((size, 2)))
-    out_rows, out_last, out_events = (
-        np.empty((size, n_items, 6)),
-        np.empty((size, n_items), np.intp),
-        np.empty(size, np.intp),
-    )
+    out_rows, out_last, out_events = np.empty((size, k, 6)), np.empty((size, k), np.intp), np.empty(size, np.intp)
     items = model.items
     skip = math.nan if model.skip_score is None else float(model.skip_score)
     run_items = (np.asarray(items.topic, dtype=np.intp), np.asarray(items.b, dtype=np.float64),
@@ -317,26 +318,26 @@ def apply_run(
     for hi in sorted({*stops, *range(RUN_SLICE, len(cols), RUN_SLICE)}):
         if not run(
             cols.item, cols.kind, cols.ts, cols.score, cols.topic, cols.time_ms, cols.fraction, cols.practice,
-            *run_items, skip, ability, memory, momentum, rows, last, lo, hi, carry, wanted.get(hi, -1), *out,
+            *run_items, skip, ability, memory, momentum, slot, rows, last, lo, hi, carry, wanted.get(hi, -1), *out,
             out_rows, out_last, out_events, *model.kernel_tables,
         ):  # fmt: skip
             return None
         lo = hi
-    met = np.zeros(n_items, dtype=bool)
-    met[state.touched] = True
-    old = np.zeros(n_items, dtype=np.int64)
-    old[state.touched] = state.sig
+    met = np.zeros(k, dtype=bool)
+    met[before] = True
+    old = np.zeros(k, dtype=np.int64)
+    old[before] = state.sig
     signatures: dict[int, int] = {}
     states = []
     for s in range(size):
         latest = out_last[s]
-        touched = np.flatnonzero(met | (latest >= 0))
-        sig = old[touched]
-        events = latest[touched]
-        for slot, e in zip(np.flatnonzero(events >= 0).tolist(), events[events >= 0].tolist(), strict=True):
+        rows_met = np.flatnonzero(met | (latest >= 0))
+        sig = old[rows_met]
+        events = latest[rows_met]
+        for at, e in zip(np.flatnonzero(events >= 0).tolist(), events[events >= 0].tolist(), strict=True):
             found = signatures.get(e)
-            sig[slot] = signatures[e] = _signature(cols, e) if found is None else found
-        made = (touched, out_rows[s][touched], sig)
+            sig[at] = signatures[e] = _signature(cols, e) if found is None else found
+        made = (touched[rows_met], out_rows[s][rows_met], sig)
         for array in made:
             array.flags.writeable = False
         states.append(

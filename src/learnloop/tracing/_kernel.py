@@ -273,8 +273,9 @@ def _py_run(
     ability: np.ndarray,  # (T + 1, 3) the start's, written in place
     memory: np.ndarray,  # (T, 5) the start's, written in place
     momentum: np.ndarray,  # (2,) the start's, written in place
-    rows: np.ndarray,  # (I, 6) every item's row (blank where not met), written in place
-    last: np.ndarray,  # (I,) each item's last event in the run (-1: none), written
+    slot: np.ndarray,  # (n,) the row of each event's item in ``rows`` (read for the items 0 to I - 1 only)
+    rows: np.ndarray,  # (K, 6) the rows of the items met before or in the run (blank if not before), written
+    last: np.ndarray,  # (K,) each one's last event in the run (-1: none), written
     lo: int,  # the events lo to hi - 1 are applied (those before: by the calls before, in order)
     hi: int,
     carry: np.ndarray,  # (2,) the events applied by the calls before, and the time of the latest; written
@@ -282,8 +283,8 @@ def _py_run(
     out_ability: np.ndarray,  # (S, T + 1, 3) written
     out_memory: np.ndarray,  # (S, T, 5)
     out_momentum: np.ndarray,  # (S, 2)
-    out_rows: np.ndarray,  # (S, I, 6)
-    out_last: np.ndarray,  # (S, I)
+    out_rows: np.ndarray,  # (S, K, 6)
+    out_last: np.ndarray,  # (S, K)
     out_events: np.ndarray,  # (S,) events applied up to each stop
     chains: np.ndarray,  # as :func:`_py_answer` reads them
     chain_len: np.ndarray,
@@ -301,7 +302,7 @@ def _py_run(
     event that the grouping of :mod:`learnloop.tracing._columns` does not cover: one that fails the
     model's validation, one at its item's latest time (which could be an exact duplicate), or one
     earlier than the event before it."""
-    n_items = rows.shape[0]
+    n_items = item_topic.shape[0]
     n_topics = memory.shape[0]
     nodes, weights, prior_m, prior_v = _scratch(chains, succ_idx)
     applied = int(carry[0])
@@ -321,28 +322,29 @@ def _py_run(
             return False
         if code == 1 and scorable[i] and math.isnan(given):
             return False
-        if rows[i, 5] == now:
+        r = slot[k]
+        if rows[r, 5] == now:
             return False
         before = now
         applied += 1
-        last[i] = k
+        last[r] = k
         spent = time_ms[k]
-        rows[i, 4] = rows[i, 4] + float(spent if spent > 0 else 0)
-        if math.isnan(rows[i, 5]) or now > rows[i, 5]:
-            rows[i, 5] = now
+        rows[r, 4] = rows[r, 4] + float(spent if spent > 0 else 0)
+        if math.isnan(rows[r, 5]) or now > rows[r, 5]:
+            rows[r, 5] = now
         answered = math.nan
         if code == 1:
-            rows[i, 0] = rows[i, 0] + 1.0
+            rows[r, 0] = rows[r, 0] + 1.0
             if scorable[i]:
-                rows[i, 2] = given
+                rows[r, 2] = given
                 answered = given
         elif code == 2:
-            rows[i, 1] = rows[i, 1] + 1.0
+            rows[r, 1] = rows[r, 1] + 1.0
             answered = skip_score
         else:
             seen = 1.0 if math.isnan(frac) else frac
-            if seen > rows[i, 3]:
-                rows[i, 3] = seen
+            if seen > rows[r, 3]:
+                rows[r, 3] = seen
         if not math.isnan(answered):
             answer(
                 item_topic[i] if t < 0 else t, b_of[i], a_of[i], answered, practice[k], now, ability, memory,
