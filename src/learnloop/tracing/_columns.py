@@ -17,6 +17,7 @@ against (``tests/tracing/test_columns.py``).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -148,8 +149,10 @@ class EventColumns:
 
 
 _KERNEL: Any = None
-#: events applied by one call of the compiled loop of :func:`apply_run` (a few milliseconds of work)
-RUN_SLICE = 8192
+#: events applied by one call of the compiled loop of :func:`apply_run` (about a millisecond of work; a
+#: thread beside a long replay waits about that long for the interpreter lock, and each of its waits
+#: costs the replay a switch interval at most)
+RUN_SLICE = 2048
 
 
 def kernel() -> Any:
@@ -288,7 +291,8 @@ def apply_run(
     ``stops`` (increasing), as :func:`apply_columns` gives them run by run, made by the compiled
     loop in calls of at most :data:`RUN_SLICE` events that keep the interpreter lock throughout
     (where numpy's operations on long arrays each let it go, and a thread beside then keeps it for
-    its switch interval); between two calls, a thread waiting for the lock gets it. None as
+    its switch interval); between two calls the lock is let go, so that a thread waiting for it
+    gets it then, not after its switch interval. None as
     :func:`apply_columns` (also when a part of the run needs the per-event path)."""
     if kernel() is None or model._gating_tables is not None:
         return None
@@ -323,6 +327,8 @@ def apply_run(
         ):  # fmt: skip
             return None
         lo = hi
+        if hi < len(cols):
+            time.sleep(0)  # (a thread waiting for the lock gets it now, not at the end of its switch interval)
     met = np.zeros(k, dtype=bool)
     met[before] = True
     old = np.zeros(k, dtype=np.int64)
