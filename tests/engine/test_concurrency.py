@@ -565,7 +565,7 @@ def test_a_late_event_replays_one_learner_without_blocking_the_others(monkeypatc
     assert own["heavy"] != own["light"]  # (two learners on one stripe would share a lock by design)
 
     # a late event for the heavy learner: its next read replays part of its history; the replay
-    # is held in its first chunk until the light learner's step is over
+    # is held (in its first chunk, or before its run made at once returns) until the light learner's step is over
     late = dict(heavy[-500], timestamp=_stamp(10 * (len(heavy) - 500) + 5))
     engine.upsert_events("heavy", [late])
     replaying, release = threading.Event(), threading.Event()
@@ -596,8 +596,20 @@ def test_a_late_event_replays_one_learner_without_blocking_the_others(monkeypatc
         finally:
             in_columns.pop()
 
+    update_stops = LearnerModel.update_stops
+
+    def held_back_stops(model: LearnerModel, state: Any, columns: Any, stops: Any) -> Any:
+        # a long run goes at once through the compiled loop (in chunks when that cannot take it)
+        made = update_stops(model, state, columns, stops)
+        if made is not None and threading.current_thread().name == "heavy":
+            replayed.append(len(columns))
+            replaying.set()
+            assert release.wait(60), "the light learner's step did not end"
+        return made
+
     monkeypatch.setattr(LearnerModel, "update_many", held_back)
     monkeypatch.setattr(LearnerModel, "update_columns", held_back_columns)
+    monkeypatch.setattr(LearnerModel, "update_stops", held_back_stops)
     errors = []
 
     def run(name: str, fn: Callable[[], object]) -> threading.Thread:

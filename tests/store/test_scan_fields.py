@@ -35,6 +35,27 @@ def _expected(
     return [key for key, _ in rows], {name: [doc.get(name) for doc in docs] for name in names}
 
 
+NAMES = ("kind", "topic_id", "score", "time_spent_ms", "fraction_completed", "practice")
+
+
+def _keyed(store: Store, app: str, last_after: str | None) -> tuple[dict[str, list[Any]], bool]:
+    """``records.event_fields_by_key`` of learner (u, c) put in write order, and whether it was read in
+    key order (with the sequence numbers)."""
+    fields, seq = records.event_fields_by_key(store, app, ("u", "c"), NAMES, last_after)
+    if seq is None:
+        return {
+            name: fields.get(name, [None] * len(fields.get("timestamp", [])))
+            for name in (*NAMES, "item_id", "timestamp")
+        }, False
+    order = sorted(range(len(seq)), key=seq.__getitem__)
+    return {name: [column[k] for k in order] for name, column in fields.items()}, True
+
+
+def _names(expected: tuple[list[Any], dict[str, list[Any]]]) -> dict[str, list[Any]]:
+    keys, fields = expected
+    return {name: fields.get(name, [None] * len(keys)) for name in (*NAMES, "item_id", "timestamp")}
+
+
 def _store(kind: str, path: Path, request: pytest.FixtureRequest) -> Any:
     if kind == "postgres":
         from learnloop.store.postgres import PostgresStore
@@ -68,6 +89,8 @@ def test_scan_fields_reads_what_scan_reads(kind: str, tmp_path: Path, request: p
     # the engine's reader gives the same through the store's scan_fields or document by document
     assert records.event_fields(store, "a", ("u", "c")) == _expected(store, ("u", "c"), None)
     assert records.event_fields(_ScanOnly(store), "a", ("u", "c"))  # type: ignore[arg-type] == _expected(store, ("u", "c"), None)
+    # read in key order: not where documents are stored otherwise (then read in write order, as above)
+    assert _keyed(store, "a", None) == (_names(_expected(store, ("u", "c"), None)), False)
     store.close()
 
 
@@ -110,6 +133,10 @@ def test_scan_fields_of_a_learners_events_in_the_engines_layout(
         assert store.scan_fields("events", app, ("u", "c"), last_after=last_after) == _expected(
             store, ("u", "c"), last_after, app
         )
+        # the replay's reader: in key order on SQLite (unless a key read holds the byte 0x1F)
+        expected = _expected(store, ("u", "c"), last_after, app)
+        in_key_order = kind == "sqlite" and not any("\x1f" in key[2] for key in expected[0])
+        assert _keyed(store, app, last_after) == (_names(expected), in_key_order)
     if kind != "postgres":
         store.close()
 

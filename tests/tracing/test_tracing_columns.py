@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure
+from learnloop.tracing import Event, ItemParams, LearnerModel, LearnerState, TopicStructure, _columns
 from learnloop.tracing._columns import EventColumns, apply_columns, kernel
 
 pytestmark = pytest.mark.skipif(kernel() is None, reason="numba (extra 'fast') is not installed")
@@ -164,3 +164,62 @@ def test_invalid_events_are_left_to_the_per_event_path_and_its_errors() -> None:
         assert apply_columns(model, model.new_state(), columns) is None
         with pytest.raises(ValueError, match=message):
             model.update_columns(model.new_state(), columns)
+
+
+@_SETTINGS
+@given(_case(), st.data())
+def test_a_run_applied_at_once_gives_the_per_event_states_at_its_stops(
+    case: tuple[LearnerModel, list[list[Event]]], data: st.DataObject
+) -> None:
+    model, runs = case
+    state = model.new_state()
+    for events in runs:
+        events = sorted(events, key=lambda e: float(e.timestamp))  # (a run at once is in time order)
+        n = len(events)
+        stops = sorted({*data.draw(st.lists(st.integers(0, n), max_size=4)), n})
+        with pytest.MonkeyPatch.context() as patch:  # (the loop's calls of a few events, or one)
+            patch.setattr(_columns, "RUN_SLICE", data.draw(st.sampled_from([3, 10, _columns.RUN_SLICE])))
+            made = model.update_stops(state, EventColumns.from_events(events), stops)
+        assert made is not None and len(made) == len(stops)
+        for stop, at in zip(stops, made, strict=True):
+            _assert_same(at, model.update_many(state, events[:stop]))
+        state = made[-1]
+
+
+@_SETTINGS
+@given(_model(), st.data())
+def test_a_run_at_once_leaves_to_the_chunks_what_they_apply_event_by_event(
+    model: LearnerModel, data: st.DataObject
+) -> None:
+    times = sorted(data.draw(st.lists(st.sampled_from([0.0, 60.0, 120.0]), min_size=2, max_size=80)))
+    events = _events(data.draw, model, times)
+    columns = EventColumns.from_events(events)
+    first = model.update_many(model.new_state(), events[:1])
+    if len({(e.item, e.timestamp) for e in events}) < len(events):  # an item twice at one time
+        assert model.update_stops(model.new_state(), columns, [len(events)]) is None
+    assert model.update_stops(first, columns, [len(events)]) is None  # the first event again
+    backwards = EventColumns.from_events(events[::-1])
+    if times[0] != times[-1]:
+        assert model.update_stops(model.new_state(), backwards, [len(events)]) is None  # not in time order
+    topics = TopicStructure.from_arrays([-1, 0])
+    items = ItemParams.from_catalog(item_topic=[1], difficulty=[0.5], scorable=[True], is_theory=[False])
+    n = 100
+    bad = EventColumns.of(np.zeros(n, int), np.ones(n, int), np.arange(n, dtype=float), [1.5] * n)
+    assert LearnerModel(topics, items).update_stops(LearnerModel(topics, items).new_state(), bad, [n]) is None
+
+
+def test_a_model_with_prerequisite_gating_applies_a_long_run_as_the_per_event_path() -> None:
+    # the compiled loops leave out the gating: such a model's runs go event by event
+    topics = TopicStructure.from_arrays([-1, -1], prerequisites=[(0, 1)])
+    items = ItemParams.from_catalog(
+        item_topic=[0, 0, 1], difficulty=[0.3, 0.6, 0.5], scorable=[True] * 3, is_theory=[False] * 3
+    )
+    model = LearnerModel(topics, items, practice_gain=0.3, prerequisite_weight=0.0, prerequisite_gating=2.0)
+    rng = np.random.default_rng(0)
+    n = 300
+    columns = EventColumns.of(rng.integers(0, 3, n), np.ones(n, int), np.arange(n) * 60.0, rng.choice([0.0, 1.0], n))
+    assert apply_columns(model, model.new_state(), columns) is None
+    assert model.update_stops(model.new_state(), columns, [n]) is None
+    _assert_same(
+        model.update_columns(model.new_state(), columns), model.update_many(model.new_state(), columns.events())
+    )

@@ -27,7 +27,7 @@ table                     key                                         document
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from typing import Any, Literal
 
@@ -54,6 +54,8 @@ __all__ = [
     "delete_learner_options",
     "documents",
     "event_docs",
+    "event_fields",
+    "event_fields_by_key",
     "events",
     "events_of",
     "item_ids",
@@ -275,6 +277,19 @@ def event_fields(
             if len(column) == n:
                 column.append(None)
     return keys, fields
+
+
+def event_fields_by_key(
+    store: Store, app: str, learner: Learner, names: Sequence[str], last_after: str | None = None
+) -> tuple[dict[str, list[Any]], Any]:
+    """The fields ``names``, ``item_id`` and ``timestamp`` of a learner's events: in key order with
+    their sequence numbers (a numpy array: their write order) from the stores that read so at once
+    (``event_fields``), else in write order with None (:func:`event_fields`)."""
+    reader = getattr(store, "event_fields", None)
+    found = None if reader is None else reader(app, learner, names, last_after=last_after)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    return event_fields(store, app, learner, last_after)[1], None
 
 
 def event_docs(store: Store, app: str, keys: Iterable[Key]) -> dict[Key, Doc]:

@@ -46,7 +46,28 @@ def json_joined(docs: bytes, n: int) -> list[Any]:
     return out
 
 
-__all__ = ["MAX_SHAPES", "DocCodec", "gather", "json_joined", "json_rows"]
+def json_marked(docs: bytes, n: int) -> list[Any] | None:
+    """The JSON values of ``n`` documents each behind the byte 0x01, joined as they are, parsed as
+    arrays of a few thousand at a time; None unless each of the ``n`` is such a document: ``docs``
+    then holds ``n`` bytes 0x01, the first at its start, and every piece between two of them parses as
+    JSON (a document stored otherwise holds no 0x01 byte, being JSON, or starts with 0x00, being raw
+    bytes, which no JSON text holds)."""
+    if not n:
+        return []
+    marks = np.flatnonzero(np.frombuffer(docs, dtype=np.uint8) == 1)
+    if len(marks) != n or marks[0] != 0:
+        return None
+    cuts = [*marks[::_PARSE_ROWS].tolist(), len(docs)]
+    out: list[Any] = []
+    try:
+        for start, stop in zip(cuts, cuts[1:], strict=False):
+            out += json_value(b"[" + docs[start + 1 : stop].replace(b"\x01", b",") + b"]")
+    except ValueError:
+        return None
+    return out if len(out) == n else None
+
+
+__all__ = ["MAX_SHAPES", "DocCodec", "gather", "json_joined", "json_marked", "json_rows"]
 
 
 def gather(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, sep: bytes) -> bytes:

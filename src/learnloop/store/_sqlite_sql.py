@@ -11,20 +11,30 @@ from typing import Any
 
 import numpy as np
 
-from learnloop.store._codec import json_joined
+from learnloop.store._codec import json_marked
 from learnloop.store._compact import fields_of
 from learnloop.store.base import TABLES, Key
 
-__all__ = ["INSERT", "PADS", "SELECT", "chunks", "event_columns", "insert_statement", "strings_only"]
+_DICT = frozenset([dict])
+
+__all__ = [
+    "INSERT",
+    "PADS",
+    "SELECT",
+    "chunks",
+    "event_columns",
+    "insert_statement",
+    "keyed_fields",
+    "strings_only",
+]
 
 #: one row of a learner's events, in key order (no sort in SQL: the sequence numbers come along), one
-#: aggregate reading them all in the same order: their count, how many are not stored behind the mark
-#: byte 0x01, the item ids and the stamps (joined by 0x1F), the sequence numbers, and the documents
-#: without their mark joined by ",\n" (as one JSON array's inside)
+#: aggregate reading them all in the same order: their count, the item ids and the stamps (joined by
+#: 0x1F), the sequence numbers, and the stored documents as they are (each one of the engine's behind
+#: the mark byte 0x01: see ``json_marked``)
 _EVENT_COLUMNS = (
-    "SELECT count(*), coalesce(sum(substr(v, 1, 1) <> x'01'), 0), group_concat(k3, char(31)), "
-    "group_concat(k4, char(31)), group_concat(seq), CAST(group_concat(substr(v, 2), ',' || char(10)) AS BLOB) "
-    "FROM events WHERE app = ? AND k1 = ? AND k2 = ?{}"
+    "SELECT count(*), group_concat(k3, char(31)), group_concat(k4, char(31)), group_concat(seq), "
+    "CAST(group_concat(v, '') AS BLOB) FROM events WHERE app = ? AND k1 = ? AND k2 = ?{}"
 )
 #: the empty key parts after a key of each width
 PADS = [("",) * (4 - width) for width in range(5)]
@@ -71,26 +81,40 @@ def insert_statement(table: str, fixed: tuple[bool, ...], text: bool, rows: int)
     )
 
 
+def _event_row(
+    conn: sqlite3.Connection, app: str, prefix: Key, last_after: str | None
+) -> tuple[list[str], list[str], np.ndarray, list[Any]] | None:
+    """A learner's events in key order, read as one row of joined columns: the item ids, the stamps,
+    the sequence numbers and the documents (empty lists: none); None when an event is not stored behind
+    the mark, or a key holds the byte 0x1F."""
+    clause = "" if last_after is None else " AND k4 > ?"
+    params = (app, *prefix) if last_after is None else (app, *prefix, last_after)
+    n, items, stamps, seqs, docs = conn.execute(_EVENT_COLUMNS.format(clause), params).fetchone()
+    if not n:
+        return [], [], np.zeros(0, dtype=np.int64), []
+    item_ids, timestamps = items.split("\x1f"), stamps.split("\x1f")
+    seq = np.fromstring(seqs, dtype=np.int64, sep=",")
+    if len(item_ids) != n or len(timestamps) != n or len(seq) != n:
+        return None
+    values = json_marked(docs, n)
+    if values is None:
+        return None
+    return item_ids, timestamps, seq, values
+
+
 def event_columns(
     conn: sqlite3.Connection, app: str, prefix: Key, last_after: str | None
 ) -> tuple[list[Key], dict[str, list[Any]]] | None:
     """``scan_fields("events", app, prefix, last_after=...)`` for a learner's prefix ``(user, catalog)``
     in a UTF-8 database, read as one row of joined columns (no row object per event); None when an
     event is not stored behind the mark, or a key holds the byte 0x1F (then read row by row)."""
-    clause = "" if last_after is None else " AND k4 > ?"
-    params = (app, *prefix) if last_after is None else (app, *prefix, last_after)
-    n, unmarked, items, stamps, seqs, docs = conn.execute(_EVENT_COLUMNS.format(clause), params).fetchone()
+    found = _event_row(conn, app, prefix, last_after)
+    if found is None:
+        return None
+    item_ids, timestamps, seq, values = found
+    n = len(values)
     if not n:
         return [], {}
-    if unmarked:
-        return None
-    item_ids, timestamps = items.split("\x1f"), stamps.split("\x1f")
-    seq = np.fromstring(seqs, dtype=np.int64, sep=",")
-    if len(item_ids) != n or len(timestamps) != n or len(seq) != n:
-        return None
-    values = json_joined(docs, n)
-    if len(values) != n:
-        return None
     order = np.argsort(seq, kind="stable")
     if (np.diff(order) != 1).any():  # (into write order)
         at = order.tolist()
@@ -105,3 +129,22 @@ def event_columns(
     ):
         fields[name] = column
     return list(zip(users, catalogs, item_ids, timestamps, strict=True)), fields
+
+
+def keyed_fields(
+    conn: sqlite3.Connection, app: str, prefix: Key, names: Sequence[str], last_after: str | None
+) -> tuple[dict[str, list[Any]], np.ndarray] | None:
+    """The fields ``names`` (None where a document has none), ``item_id`` and ``timestamp`` of a
+    learner's events (prefix ``(user, catalog)``) in key order, and their sequence numbers (their
+    write order): what :func:`event_columns` reads, without putting the events in write order or
+    making their keys (the documents are read where they lie in memory, one field at a time);
+    None as there."""
+    found = _event_row(conn, app, prefix, last_after)
+    if found is None:
+        return None
+    item_ids, timestamps, seq, values = found
+    if not _DICT.issuperset(map(type, values)):
+        values = [value if isinstance(value, dict) else {} for value in values]
+    fields: dict[str, list[Any]] = {name: list(map(dict.get, values, repeat(name))) for name in names}
+    fields["item_id"], fields["timestamp"] = item_ids, timestamps
+    return fields, seq

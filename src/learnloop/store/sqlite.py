@@ -26,6 +26,7 @@ from os import PathLike
 from types import TracebackType
 from typing import Any, Literal
 
+from learnloop.store import _sqlite_sql
 from learnloop.store._checkpoint import AUTOCHECKPOINT_PAGES, Checkpointer
 from learnloop.store._compact import MARK, compact_columns, decode_event, encode_event, fields_of, marked_fields
 from learnloop.store._filelock import FileLock
@@ -101,8 +102,7 @@ class SQLiteStore:
             self._migrate()
 
     def _migrate(self) -> None:
-        """Move the rows of tables of earlier versions into the namespaced ``documents`` table, and
-        sessions of files before schema version 2 under their user (see ``store/_layout.py``)."""
+        """Rows of earlier versions' tables into ``documents``, sessions under their user (``store/_layout.py``)."""
         conn = self._conn
         for legacy, namespace in _LEGACY_TABLES.items():
             if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (legacy,)).fetchone():
@@ -320,8 +320,7 @@ class SQLiteStore:
         order_by = "k1, k2, k3, k4" if order == "key" else "seq"
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ?{clause} ORDER BY {order_by}",
-                (app, *params),
+                f"SELECT k1, k2, k3, k4, v FROM {table} WHERE app = ?{clause} ORDER BY {order_by}", (app, *params)
             ).fetchall()
         return iter([(tuple(row[:width]), decode_event(row, row[4])) for row in rows])
 
@@ -347,6 +346,11 @@ class SQLiteStore:
         keys = [row[:width] for row in rows]
         fields = marked_fields(keys, [row[4] for row in rows]) if width == 4 else None
         return keys, fields if fields is not None else fields_of([decode_event(row, row[4]) for row in rows])
+
+    def event_fields(self, app: str, learner: Key, names: Sequence[str], *, last_after: str | None = None) -> Any:
+        """A learner's events as fields in key order, and their write order (``_sqlite_sql.keyed_fields``)."""
+        with self._lock:
+            return _sqlite_sql.keyed_fields(self._conn, app, tuple(learner), names, last_after) if self._utf8 else None
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         clause, params = self._where_prefix(table, prefix)
@@ -411,8 +415,7 @@ class SQLiteStore:
                 self._remember(table, app, params, blob)
 
     def _columns(self, table: str, rows: Columns) -> tuple[list[Sequence[str]], list[str] | list[bytes]] | None:
-        """Rows given as columns: the four key columns and the documents, encoded column by column
-        (as text in a UTF-8 database; None: to be taken row by row)."""
+        """Rows given as columns: the key columns and the documents encoded by column (None: row by row)."""
         if len(rows.keys) != TABLES.get(table) or not all(map(strings_only, rows.keys)):
             return None
         # events without the fields their keys repeat, behind the mark (see store._compact)

@@ -17,19 +17,20 @@ against (``tests/tracing/test_columns.py``).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .state import ATT, FRAC, SCORE, SKIP, TIME, TS, LearnerState, with_blank_rows
+from .state import _BLANK, ATT, FRAC, SCORE, SKIP, TIME, TS, LearnerState, with_blank_rows
 from .structure import Event
 
 #: the :class:`~learnloop.tracing.LearnerModel` whose settings apply (not imported: it imports this module)
 LearnerModel = Any
 
-__all__ = ["KIND_CODES", "EventColumns", "apply_columns", "kernel"]
+__all__ = ["KIND_CODES", "EventColumns", "apply_columns", "apply_run", "kernel"]
 
 #: the event kinds' codes in :attr:`EventColumns.kind`
 KIND_CODES = {"attempt": 1, "skip": 2, "view_theory": 3}
@@ -60,6 +61,10 @@ class EventColumns:
     def take(self, rows: np.ndarray | slice) -> EventColumns:
         """The events at ``rows`` (indices, a boolean mask or a slice)."""
         return EventColumns(*(part[rows] for part in self._parts()))
+
+    def inserted(self, at: np.ndarray, other: EventColumns) -> EventColumns:
+        """These events with ``other``'s put before those at the positions ``at`` (``np.insert``'s)."""
+        return EventColumns(*(np.insert(a, at, b) for a, b in zip(self._parts(), other._parts(), strict=True)))
 
     def joined(self, other: EventColumns) -> EventColumns:
         """These events, then ``other``'s."""
@@ -144,6 +149,10 @@ class EventColumns:
 
 
 _KERNEL: Any = None
+#: events applied by one call of the compiled loop of :func:`apply_run` (about a millisecond of work; a
+#: thread beside a long replay waits about that long for the interpreter lock, and each of its waits
+#: costs the replay a switch interval at most)
+RUN_SLICE = 2048
 
 
 def kernel() -> Any:
@@ -157,6 +166,19 @@ def kernel() -> Any:
         else:
             _KERNEL = answers
     return _KERNEL or None
+
+
+def _signature(cols: EventColumns, e: int) -> int:
+    """:meth:`LearnerModel.signature` of event ``e`` of ``cols``."""
+    given, fraction = float(cols.score[e]), float(cols.fraction[e])
+    return hash(
+        (
+            int(cols.kind[e]),
+            -1.0 if math.isnan(given) else given,
+            int(cols.time_ms[e]),
+            -1.0 if math.isnan(fraction) else fraction,
+        )
+    )
 
 
 def _grouped(model: LearnerModel, state: LearnerState, cols: EventColumns) -> bool:
@@ -200,8 +222,8 @@ def apply_columns(model: LearnerModel, state: LearnerState, cols: EventColumns) 
     """``model.update_many(state, cols.events())`` at once, or None when the run needs the
     per-event path (see the module docstring)."""
     answer = kernel()
-    if answer is None or not _grouped(model, state, cols):
-        return None
+    if answer is None or model._gating_tables is not None or not _grouped(model, state, cols):
+        return None  # (the compiled loop leaves out the prerequisite gating: such a model goes event by event)
     item, kind, ts = cols.item, cols.kind, cols.ts
     touched, rows, sig, _ = with_blank_rows(state, item.tolist() if item.size == 1 else list(np.unique(item)))
     slot = np.searchsorted(touched, item)
@@ -222,15 +244,7 @@ def apply_columns(model: LearnerModel, state: LearnerState, cols: EventColumns) 
         rows[has, SCORE] = cols.score[scored][last[has]]
     last_event = _last_of(slot, k)
     for s, e in zip(np.flatnonzero(last_event >= 0).tolist(), last_event[last_event >= 0].tolist(), strict=True):
-        given, fraction = float(cols.score[e]), float(cols.fraction[e])
-        sig[s] = hash(  # LearnerModel.signature of the item's last event
-            (
-                int(kind[e]),
-                -1.0 if math.isnan(given) else given,
-                int(cols.time_ms[e]),
-                -1.0 if math.isnan(fraction) else fraction,
-            )
-        )
+        sig[s] = _signature(cols, e)  # (the item's last event's)
     # the answers: an attempt on a scorable item, a skip when skips are scored
     score = cols.score.copy()
     score[attempt & ~scorable] = np.nan
@@ -268,3 +282,79 @@ def apply_columns(model: LearnerModel, state: LearnerState, cols: EventColumns) 
         momentum=momentum,
         ability_blank=state.ability_blank,
     )
+
+
+def apply_run(
+    model: LearnerModel, state: LearnerState, cols: EventColumns, stops: Sequence[int]
+) -> list[LearnerState] | None:
+    """The states after the events of ``cols`` (in time order; item -1: not applied) up to each of
+    ``stops`` (increasing), as :func:`apply_columns` gives them run by run, made by the compiled
+    loop in calls of at most :data:`RUN_SLICE` events that keep the interpreter lock throughout
+    (where numpy's operations on long arrays each let it go, and a thread beside then keeps it for
+    its switch interval); between two calls the lock is let go, so that a thread waiting for it
+    gets it then, not after its switch interval. None as
+    :func:`apply_columns` (also when a part of the run needs the per-event path)."""
+    if kernel() is None or model._gating_tables is not None:
+        return None
+    from ._kernel import run
+
+    n_items, n_topics = state.n_items, state.n_topics
+    item = cols.item
+    # the rows of the items met before or in the run (none of those out of range: the loop refuses them)
+    touched = np.union1d(state.touched, item[(item >= 0) & (item < n_items)])
+    slot = np.minimum(np.searchsorted(touched, item), max(touched.size - 1, 0))
+    rows = np.empty((touched.size, 6))
+    rows[:] = _BLANK
+    before = np.searchsorted(touched, state.touched)
+    rows[before] = state.rows
+    ability, memory, momentum = state._ability_table(), state._memory_table(), state.momentum.copy()
+    last = np.full(touched.size, -1, dtype=np.intp)
+    size, k = len(stops), touched.size
+    out = (np.empty((size, n_topics + 1, 3)), np.empty((size, n_topics, 5)), np.empty((size, 2)))
+    out_rows, out_last, out_events = np.empty((size, k, 6)), np.empty((size, k), np.intp), np.empty(size, np.intp)
+    items = model.items
+    skip = math.nan if model.skip_score is None else float(model.skip_score)
+    run_items = (np.asarray(items.topic, dtype=np.intp), np.asarray(items.b, dtype=np.float64),
+                 np.asarray(items.a, dtype=np.float64), np.asarray(items.scorable, dtype=bool))  # fmt: skip
+    carry = np.array([0.0, -np.inf])
+    wanted = dict(zip(stops, range(size), strict=True))
+    lo = 0
+    for hi in sorted({*stops, *range(RUN_SLICE, len(cols), RUN_SLICE)}):
+        if not run(
+            cols.item, cols.kind, cols.ts, cols.score, cols.topic, cols.time_ms, cols.fraction, cols.practice,
+            *run_items, skip, ability, memory, momentum, slot, rows, last, lo, hi, carry, wanted.get(hi, -1), *out,
+            out_rows, out_last, out_events, *model.kernel_tables,
+        ):  # fmt: skip
+            return None
+        lo = hi
+        if hi < len(cols):
+            time.sleep(0)  # (a thread waiting for the lock gets it now, not at the end of its switch interval)
+    met = np.zeros(k, dtype=bool)
+    met[before] = True
+    old = np.zeros(k, dtype=np.int64)
+    old[before] = state.sig
+    signatures: dict[int, int] = {}
+    states = []
+    for s in range(size):
+        latest = out_last[s]
+        rows_met = np.flatnonzero(met | (latest >= 0))
+        sig = old[rows_met]
+        events = latest[rows_met]
+        for at, e in zip(np.flatnonzero(events >= 0).tolist(), events[events >= 0].tolist(), strict=True):
+            found = signatures.get(e)
+            sig[at] = signatures[e] = _signature(cols, e) if found is None else found
+        made = (touched[rows_met], out_rows[s][rows_met], sig)
+        for array in made:
+            array.flags.writeable = False
+        states.append(
+            LearnerState.make(
+                out[0][s],
+                out[1][s],
+                *made,
+                n_items=n_items,
+                n_events=state.n_events + int(out_events[s]),
+                momentum=out[2][s],
+                ability_blank=state.ability_blank,
+            )
+        )
+    return states

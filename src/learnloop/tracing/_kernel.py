@@ -156,13 +156,13 @@ def _py_update(
         ability[node, 2] = ability[node, 2] + weight
 
 
-def _py_answers(
-    topic: np.ndarray,  # (n,) the topic each answer was given in
-    b_of: np.ndarray,  # (n,) the item's difficulty
-    a_of: np.ndarray,  # (n,) the item's discrimination
-    score: np.ndarray,  # (n,) the score the model reads
-    practice: np.ndarray,  # (n,) bool: the gain applies
-    ts: np.ndarray,  # (n,) epoch seconds
+def _py_answer(
+    t: int,  # the topic the answer was given in
+    b: float,  # the item's difficulty
+    a: float,  # the item's discrimination
+    s: float,  # the score the model reads
+    practice: bool,  # the gain applies
+    now: float,  # epoch seconds
     ability: np.ndarray,  # (T + 1, 3) written in place
     memory: np.ndarray,  # (T, 5) written in place
     momentum: np.ndarray,  # (2,) written in place
@@ -175,73 +175,192 @@ def _py_answers(
     nov: np.ndarray,  # (T,)
     settings: np.ndarray,  # parent_w, pre_w, drift, topic_var, additive, decay, decay**2, momentum_var
     fsrs: np.ndarray,  # the 17 weights, lapse_below, good_from, time_scale, exp(w8)
+    nodes: np.ndarray,  # scratch
+    weights: np.ndarray,
+    prior_m: np.ndarray,
+    prior_v: np.ndarray,
 ) -> None:
-    decay2 = settings[6]
+    """One answer: its targets' beliefs, the practice gain and the topic's memory (FSRS)."""
     w = fsrs
     lapse_below, good_from, time_scale, exp_w8 = fsrs[17], fsrs[18], fsrs[19], fsrs[20]
+    novelty = nov[t]
+    if novelty != 0.0 and ability[t, 2] <= 0.0:
+        b = b + novelty
+    sc = 0.0 if s < 0.0 else (1.0 if s > 1.0 else s)
+    update(
+        ability, momentum, chains, chain_len, succ_ptr, succ_idx, settings, settings[6], t, a, b, sc,
+        nodes, weights, prior_m, prior_v,
+    )  # fmt: skip
+    if practice:
+        g = gain[t]
+        f = fail[t]
+        ability[t, 0] = ability[t, 0] + (g if f == g else s * g + (1.0 - s) * f)
+    grade = 1 if s < lapse_below else (2 if s < good_from else 3)
+    if math.isnan(memory[t, 0]):
+        memory[t, 0] = w[grade - 1]
+        memory[t, 1] = _d0(w, grade)
+        memory[t, 2] = now
+        memory[t, 3] = 1.0
+        memory[t, 4] = 1.0 if grade == 1 else 0.0
+        return
+    st = memory[t, 0]
+    d = memory[t, 1]
+    last = memory[t, 2]
+    elapsed = max(0.0, now - last) / _DAY * time_scale
+    r = (1.0 + _FACTOR * max(elapsed, 0.0) / st) ** -0.5
+    if grade == 1:
+        new_s = w[11] * d ** -w[12] * ((st + 1.0) ** w[13] - 1.0) * math.exp(w[14] * (1.0 - r))
+        new_s = min(new_s, st)
+    else:
+        hard = w[15] if grade == 2 else 1.0
+        new_s = st * (1.0 + exp_w8 * (11.0 - d) * st ** -w[9] * (math.exp(w[10] * (1.0 - r)) - 1.0) * hard)
+    new_d = w[7] * _d0(w, 3) + (1.0 - w[7]) * (d - w[6] * (grade - 3))
+    memory[t, 0] = max(new_s, 0.01)
+    memory[t, 1] = min(10.0, max(1.0, new_d))
+    memory[t, 2] = max(now, last)
+    memory[t, 3] = memory[t, 3] + 1.0
+    memory[t, 4] = memory[t, 4] + (1.0 if grade == 1 else 0.0)
+
+
+def _py_scratch(chains: np.ndarray, succ_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The scratch arrays of :func:`update` (nodes, weights, prior means and variances)."""
     width = chains.shape[1] + (succ_idx.shape[0] if succ_idx.shape[0] else 0) + 1
-    nodes = np.empty(width, dtype=np.intp)
-    weights = np.empty(width)
-    prior_m = np.empty(width)
-    prior_v = np.empty(width)
+    return np.empty(width, dtype=np.intp), np.empty(width), np.empty(width), np.empty(width)
+
+
+def _py_answers(
+    topic: np.ndarray,  # (n,) the topic each answer was given in
+    b_of: np.ndarray,  # (n,) the item's difficulty
+    a_of: np.ndarray,  # (n,) the item's discrimination
+    score: np.ndarray,  # (n,) the score the model reads
+    practice: np.ndarray,  # (n,) bool: the gain applies
+    ts: np.ndarray,  # (n,) epoch seconds
+    ability: np.ndarray,  # (T + 1, 3) written in place
+    memory: np.ndarray,  # (T, 5) written in place
+    momentum: np.ndarray,  # (2,) written in place
+    chains: np.ndarray,  # as :func:`_py_answer` reads them
+    chain_len: np.ndarray,
+    succ_ptr: np.ndarray,
+    succ_idx: np.ndarray,
+    gain: np.ndarray,
+    fail: np.ndarray,
+    nov: np.ndarray,
+    settings: np.ndarray,
+    fsrs: np.ndarray,
+) -> None:
+    nodes, weights, prior_m, prior_v = _scratch(chains, succ_idx)
     for k in range(topic.shape[0]):
-        t = topic[k]
-        b = b_of[k]
-        a = a_of[k]
-        s = score[k]
-        novelty = nov[t]
-        if novelty != 0.0 and ability[t, 2] <= 0.0:
-            b = b + novelty
-        sc = 0.0 if s < 0.0 else (1.0 if s > 1.0 else s)
-        update(
-            ability,
-            momentum,
-            chains,
-            chain_len,
-            succ_ptr,
-            succ_idx,
-            settings,
-            decay2,
-            t,
-            a,
-            b,
-            sc,
-            nodes,
-            weights,
-            prior_m,
-            prior_v,
-        )
-        if practice[k]:
-            g = gain[t]
-            f = fail[t]
-            ability[t, 0] = ability[t, 0] + (g if f == g else s * g + (1.0 - s) * f)
-        # the topic's memory (FSRS)
-        now = ts[k]
-        grade = 1 if s < lapse_below else (2 if s < good_from else 3)
-        if math.isnan(memory[t, 0]):
-            memory[t, 0] = w[grade - 1]
-            memory[t, 1] = _d0(w, grade)
-            memory[t, 2] = now
-            memory[t, 3] = 1.0
-            memory[t, 4] = 1.0 if grade == 1 else 0.0
+        answer(
+            topic[k], b_of[k], a_of[k], score[k], practice[k], ts[k], ability, memory, momentum, chains, chain_len,
+            succ_ptr, succ_idx, gain, fail, nov, settings, fsrs, nodes, weights, prior_m, prior_v,
+        )  # fmt: skip
+
+
+def _py_run(
+    item: np.ndarray,  # (n,) the run's columns, in time order (see EventColumns); item -1: not applied
+    kind: np.ndarray,
+    ts: np.ndarray,
+    score: np.ndarray,
+    topic: np.ndarray,
+    time_ms: np.ndarray,
+    fraction: np.ndarray,
+    practice: np.ndarray,
+    item_topic: np.ndarray,  # (I,)
+    b_of: np.ndarray,  # (I,)
+    a_of: np.ndarray,  # (I,)
+    scorable: np.ndarray,  # (I,) bool
+    skip_score: float,  # the score a skip is read as (NaN: none)
+    ability: np.ndarray,  # (T + 1, 3) the start's, written in place
+    memory: np.ndarray,  # (T, 5) the start's, written in place
+    momentum: np.ndarray,  # (2,) the start's, written in place
+    slot: np.ndarray,  # (n,) the row of each event's item in ``rows`` (read for the items 0 to I - 1 only)
+    rows: np.ndarray,  # (K, 6) the rows of the items met before or in the run (blank if not before), written
+    last: np.ndarray,  # (K,) each one's last event in the run (-1: none), written
+    lo: int,  # the events lo to hi - 1 are applied (those before: by the calls before, in order)
+    hi: int,
+    carry: np.ndarray,  # (2,) the events applied by the calls before, and the time of the latest; written
+    snap: int,  # where the tables are copied after the events in the arrays below (-1: nowhere)
+    out_ability: np.ndarray,  # (S, T + 1, 3) written
+    out_memory: np.ndarray,  # (S, T, 5)
+    out_momentum: np.ndarray,  # (S, 2)
+    out_rows: np.ndarray,  # (S, K, 6)
+    out_last: np.ndarray,  # (S, K)
+    out_events: np.ndarray,  # (S,) events applied up to each stop
+    chains: np.ndarray,  # as :func:`_py_answer` reads them
+    chain_len: np.ndarray,
+    succ_ptr: np.ndarray,
+    succ_idx: np.ndarray,
+    gain: np.ndarray,
+    fail: np.ndarray,
+    nov: np.ndarray,
+    settings: np.ndarray,
+    fsrs: np.ndarray,
+) -> bool:
+    """Events of a run applied in order: each item's row (attempts, skips, last score, largest theory
+    fraction, time spent, last time), then the answer (an attempt on a scorable item, a skip when
+    skips are scored) as :func:`answers` applies it. False (the tables left part-written) at the first
+    event that the grouping of :mod:`learnloop.tracing._columns` does not cover: one that fails the
+    model's validation, one at its item's latest time (which could be an exact duplicate), or one
+    earlier than the event before it."""
+    n_items = item_topic.shape[0]
+    n_topics = memory.shape[0]
+    nodes, weights, prior_m, prior_v = _scratch(chains, succ_idx)
+    applied = int(carry[0])
+    before = carry[1]
+    for k in range(lo, hi):
+        i = item[k]
+        if i < 0:
             continue
-        st = memory[t, 0]
-        d = memory[t, 1]
-        last = memory[t, 2]
-        elapsed = max(0.0, now - last) / _DAY * time_scale
-        r = (1.0 + _FACTOR * max(elapsed, 0.0) / st) ** -0.5
-        if grade == 1:
-            new_s = w[11] * d ** -w[12] * ((st + 1.0) ** w[13] - 1.0) * math.exp(w[14] * (1.0 - r))
-            new_s = min(new_s, st)
+        code = kind[k]
+        now = ts[k]
+        given = score[k]
+        frac = fraction[k]
+        t = topic[k]
+        if i >= n_items or code < 1 or code > 3 or not math.isfinite(now) or now < before:
+            return False
+        if given < 0.0 or given > 1.0 or frac < 0.0 or frac > 1.0 or t < -1 or t >= n_topics:
+            return False
+        if code == 1 and scorable[i] and math.isnan(given):
+            return False
+        r = slot[k]
+        if rows[r, 5] == now:
+            return False
+        before = now
+        applied += 1
+        last[r] = k
+        spent = time_ms[k]
+        rows[r, 4] = rows[r, 4] + float(spent if spent > 0 else 0)
+        if math.isnan(rows[r, 5]) or now > rows[r, 5]:
+            rows[r, 5] = now
+        answered = math.nan
+        if code == 1:
+            rows[r, 0] = rows[r, 0] + 1.0
+            if scorable[i]:
+                rows[r, 2] = given
+                answered = given
+        elif code == 2:
+            rows[r, 1] = rows[r, 1] + 1.0
+            answered = skip_score
         else:
-            hard = w[15] if grade == 2 else 1.0
-            new_s = st * (1.0 + exp_w8 * (11.0 - d) * st ** -w[9] * (math.exp(w[10] * (1.0 - r)) - 1.0) * hard)
-        new_d = w[7] * _d0(w, 3) + (1.0 - w[7]) * (d - w[6] * (grade - 3))
-        memory[t, 0] = max(new_s, 0.01)
-        memory[t, 1] = min(10.0, max(1.0, new_d))
-        memory[t, 2] = max(now, last)
-        memory[t, 3] = memory[t, 3] + 1.0
-        memory[t, 4] = memory[t, 4] + (1.0 if grade == 1 else 0.0)
+            seen = 1.0 if math.isnan(frac) else frac
+            if seen > rows[r, 3]:
+                rows[r, 3] = seen
+        if not math.isnan(answered):
+            answer(
+                item_topic[i] if t < 0 else t, b_of[i], a_of[i], answered, practice[k], now, ability, memory,
+                momentum, chains, chain_len, succ_ptr, succ_idx, gain, fail, nov, settings, fsrs, nodes,
+                weights, prior_m, prior_v,
+            )  # fmt: skip
+    carry[0] = applied
+    carry[1] = before
+    if snap >= 0:
+        out_ability[snap] = ability
+        out_memory[snap] = memory
+        out_momentum[snap] = momentum
+        out_rows[snap] = rows
+        out_last[snap] = last
+        out_events[snap] = applied
+    return True
 
 
 def _py_runs(
@@ -360,7 +479,12 @@ _d0: Any = _JIT(_py_d0)
 _belief: Any = _JIT(_py_belief)
 #: one answer's update of its targets (compiled with its callers)
 update: Any = _JIT(_py_update)
+#: one answer (compiled with its callers)
+answer: Any = _JIT(_py_answer)
+_scratch: Any = _JIT(_py_scratch)
 #: the compiled loop of a run's answers (compiled at its first call, or read from numba's cache)
 answers: Any = _JIT(_py_answers)
+#: events of a run applied at once, holding the GIL throughout (see ``_columns.apply_run``)
+run: Any = numba.njit(cache=True)(_py_run)
 #: the compiled replay (compiled at its first call, or read from numba's cache)
 runs: Any = _JIT(_py_runs)

@@ -57,14 +57,14 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from ._apply import Rows, apply_event, merged
-from ._columns import EventColumns, apply_columns
+from ._columns import EventColumns, apply_columns, apply_run
 from ._gating import GatingTables
 from ._rates import per_topic
 from ._types import ArrayLike, BoolArray, FloatArray, IntArray
@@ -281,6 +281,13 @@ class LearnerModel:
             if made is not None:
                 return made
         return self.update_many(state, columns.events())
+
+    def update_stops(
+        self, state: LearnerState, columns: EventColumns, stops: Sequence[int]
+    ) -> list[LearnerState] | None:
+        """The states after the events of ``columns`` up to each of ``stops`` (increasing, the last one
+        all), made in one call of the compiled loop; None when :meth:`update_columns` must take them."""
+        return apply_run(self, state, columns, stops)
 
     @cached_property
     def kernel_tables(self) -> tuple[np.ndarray, ...]:

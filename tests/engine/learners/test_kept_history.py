@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from learnloop import Engine
-from learnloop.engine.learners import history, kept, learners
-from learnloop.events import format_timestamp
+from learnloop.engine.learners import entries, history, kept, learners
+from learnloop.events import Interaction, format_timestamp
 from learnloop.sim import sample_course
 
 START = datetime(2025, 3, 1, tzinfo=UTC)
@@ -42,6 +42,7 @@ def _small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kept, "KEEP_EVENTS", 20)
     monkeypatch.setattr(kept, "FOLD", 4)
     monkeypatch.setattr(learners, "EAGER_EVENTS", 30)
+    monkeypatch.setattr(entries, "COLUMNS_RUN", 8)  # (runs of 8 events and more go to the compiled loop at once)
 
 
 def _stamp(seconds: int) -> str:
@@ -122,3 +123,43 @@ def test_a_late_event_of_this_process_replays_from_the_kept_events(
         assert len(_entry(engine).kept) == BULK + 1
         with Engine.open(tmp_path / "one.db", seed=1) as fresh:
             assert fresh.user_status("u", CID, [{}]) == status
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    stored=st.lists(st.tuples(st.integers(0, len(ITEMS) - 1), st.integers(0, 8)), max_size=30),
+    group=st.lists(
+        st.tuples(st.integers(0, len(ITEMS) - 1), st.integers(0, 9), st.sampled_from([0.0, 1.0])),
+        min_size=1,
+        max_size=5,
+    ),
+    after=st.sampled_from([-1, 2, 5]),
+)
+def test_events_about_to_be_written_merge_into_a_history_as_a_sort_of_both_would_put_them(
+    stored: list[tuple[int, int]], group: list[tuple[int, int, float]], after: int
+) -> None:
+    # the merge (positions by a binary search, the columns inserted into) against a stable sort by time of
+    # the stored events less those the group rewrites, then the group's events later than ``after``
+    engine = Engine(seed=1)
+    engine.upsert_items(ITEMS)
+    engine.upsert_catalog(CATALOG)
+    catalog = engine.catalog_model(CID)
+
+    def interaction(item: int, seconds: int, score: float) -> Interaction:
+        doc = _event(engine, item, seconds, score)
+        return Interaction(
+            "attempt", "u", CID, doc["item_id"], doc["topic_id"], START + timedelta(seconds=seconds), score
+        )
+
+    keys = {(item, seconds) for item, seconds in stored}  # (one stored event per key)
+    base = sorted((interaction(item, seconds, 1.0) for item, seconds in keys), key=lambda i: i.epoch)
+    posted = [interaction(*event) for event in group]
+    made = history.merged(catalog, history.of_interactions(catalog, base), posted, float(START.timestamp()) + after)
+    rewritten = {i.key for i in posted}
+    kept_rows = [i for i in base if i.key not in rewritten]
+    later = [i for i in posted if i.epoch > float(START.timestamp()) + after]
+    expected = sorted(kept_rows + later, key=lambda i: i.epoch)
+    assert (made.item_ids, made.stamps) == ([i.item_id for i in expected], [i.stamp for i in expected])
+    reference = history.of_interactions(catalog, expected).columns
+    for name in ("item", "kind", "ts", "score", "topic", "time_ms", "fraction", "practice"):
+        np.testing.assert_array_equal(getattr(made.columns, name), getattr(reference, name))

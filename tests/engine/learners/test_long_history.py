@@ -77,6 +77,7 @@ def _per_event(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         LearnerModel, "update_columns", lambda self, state, cols: self.update_many(state, cols.events())
     )
+    monkeypatch.setattr(LearnerModel, "update_stops", lambda self, state, cols, stops: None)
 
 
 @pytest.mark.skipif(kernel() is None, reason="numba (extra 'fast') is not installed")
@@ -141,7 +142,7 @@ def test_a_bulk_import_is_applied_in_the_import_when_no_read_of_the_store_is_nee
     assert entry is not None and entry.current and entry.state.n_events == 3 * EAGER_EVENTS
     # the first read needs no read of the events, and finds what a replay from the store finds
     scans: list[object] = []
-    monkeypatch.setattr(history_module.records, "event_fields", lambda *a, **k: scans.append(a))
+    monkeypatch.setattr(history_module.records, "event_fields_by_key", lambda *a, **k: scans.append(a))
     assert engine._learners.state("default", "u", engine.catalog_model("c1")) is entry and not scans
     monkeypatch.undo()
     engine._learners.forget()

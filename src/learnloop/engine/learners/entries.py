@@ -136,6 +136,10 @@ def _apply_columns(
     n = len(ordered)
     # a long run cuts checkpoints as far apart as thinning would leave them: fewer, longer chunks
     every = max(CHECKPOINT_EVERY, n // MAX_CHECKPOINTS)
+    if n >= COLUMNS_RUN:
+        made = _at_once(catalog, entry, ordered, checkpoints, revision, every)
+        if made is not None:
+            return made
     while at < n:
         # the next chunk ends at a checkpoint boundary (between two distinct timestamps)
         stop = n
@@ -160,6 +164,55 @@ def _apply_columns(
     if revision is None:
         revision = entry.revision
     return LearnerEntry(revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
+
+
+def _at_once(
+    catalog: CatalogModel,
+    entry: LearnerEntry,
+    ordered: EventColumns,
+    checkpoints: tuple[Checkpoint, ...],
+    revision: int | None,
+    every: int,
+) -> LearnerEntry | None:
+    """:func:`_apply_columns` in one call of the compiled loop (see :meth:`LearnerModel.update_stops`):
+    the chunks' ends are found first (as the chunks would be applied there, none needing the per-event
+    path), then the states at the checkpoints' are made at once; None when the run needs the chunks."""
+    latest = entry.latest
+    last_attempt = entry.last_attempt
+    since = entry.state.n_events - (checkpoints[-1].state.n_events if checkpoints else 0)
+    ts, item = ordered.ts, ordered.item
+    gone = np.flatnonzero(item < 0)  # (items that left the catalog: not applied)
+    at = 0
+    n = len(ordered)
+    cuts: list[tuple[int, float, tuple[int, float] | None]] = []
+    while at < n:
+        stop = n
+        if since + (n - at) >= every:
+            stop = at + max(1, every - since)
+            if stop < n:
+                stop = int(np.searchsorted(ts, ts[stop - 1], side="right"))
+        lo, hi = np.searchsorted(gone, (at, stop)).tolist()
+        since += stop - at - (hi - lo)
+        latest = max(latest, float(ts[stop - 1]))
+        if hi - lo < stop - at:  # the chunk's last event applied
+            last = stop - 1
+            while item[last] < 0:
+                last -= 1
+            score = float(ordered.score[last])
+            last_attempt = (int(item[last]), score) if ordered.kind[last] == 1 and score == score else None
+        at = stop
+        if since >= every and (at == n or ts[at] > latest):
+            cuts.append((at, latest, last_attempt))
+            since = 0
+    stops = [cut[0] for cut in cuts]
+    states = catalog.model.update_stops(entry.state, ordered, stops if stops and stops[-1] == n else [*stops, n])
+    if states is None:
+        return None
+    for (_, at_latest, at_last), state in zip(cuts, states, strict=False):
+        checkpoints = _thin((*checkpoints, Checkpoint(at_latest, state, at_last)))
+    if revision is None:
+        revision = entry.revision
+    return LearnerEntry(revision, entry.fingerprint, states[-1], latest, last_attempt, checkpoints=checkpoints)
 
 
 def _apply_each(

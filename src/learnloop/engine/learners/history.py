@@ -59,6 +59,25 @@ class History:
             list(map(self.item_ids.__getitem__, at)), list(map(self.stamps.__getitem__, at)), self.columns.take(rows)
         )
 
+    def inserted(self, at: np.ndarray, other: History) -> History:
+        """These events with ``other``'s put before those at the positions ``at`` (non-decreasing,
+        one for each of ``other``'s: ``np.insert``'s), in a few operations on the columns."""
+        if not len(other):
+            return self
+        places = at.tolist()
+        item_ids: list[str] = []
+        stamps: list[str] = []
+        start = 0
+        for place, item_id, stamp in zip(places, other.item_ids, other.stamps, strict=True):
+            item_ids += self.item_ids[start:place]
+            stamps += self.stamps[start:place]
+            item_ids.append(item_id)
+            stamps.append(stamp)
+            start = place
+        item_ids += self.item_ids[start:]
+        stamps += self.stamps[start:]
+        return History(item_ids, stamps, self.columns.inserted(at, other.columns))
+
     def after(self, epoch: float) -> History:
         """The events later than ``epoch`` (seconds)."""
         return self.split(epoch)[1]
@@ -76,8 +95,9 @@ def read(store: Store, app: str, user: str, catalog: CatalogModel, after: float 
         # canonical stamps sort as the instants they name: only the tail is read
         since = format_timestamp(datetime.fromtimestamp(math.floor(after * 1000 - 1) / 1000, UTC))
     with _gc_paused():
-        _, fields = records.event_fields(store, app, (user, catalog.index.catalog_id), last_after=since)
-        return _made(catalog, fields, after)
+        learner = (user, catalog.index.catalog_id)
+        fields, seq = records.event_fields_by_key(store, app, learner, _FIELDS, last_after=since)
+        return _made(catalog, fields, after, seq)
 
 
 def of_interactions(catalog: CatalogModel, interactions: Sequence[Interaction]) -> History:
@@ -123,12 +143,13 @@ def merged(catalog: CatalogModel, history: History, group: Iterable[Interaction]
     group = list(group)
     replaced = {i.key[2:] for i in group}
     # (a stored event of a replaced key is at one of the group's times: only those are looked at)
-    near = np.flatnonzero(np.isin(history.columns.ts, [i.epoch for i in group])).tolist()
-    gone = [k for k in near if (history.item_ids[k], history.stamps[k]) in replaced]
-    added = of_interactions(catalog, [i for i in group if i.epoch > after])
+    ts = history.columns.ts
+    epochs = sorted({i.epoch for i in group})
+    spans = zip(np.searchsorted(ts, epochs).tolist(), np.searchsorted(ts, epochs, side="right").tolist(), strict=True)
+    gone = [k for lo, hi in spans for k in range(lo, hi) if (history.item_ids[k], history.stamps[k]) in replaced]
     stored = history.take(np.delete(np.arange(len(history)), gone)) if gone else history
-    both = History(stored.item_ids + added.item_ids, stored.stamps + added.stamps, stored.columns.joined(added.columns))
-    return both.take(np.argsort(both.columns.ts, kind="stable"))
+    added = of_interactions(catalog, sorted((i for i in group if i.epoch > after), key=lambda i: i.epoch))
+    return stored.inserted(np.searchsorted(stored.columns.ts, added.columns.ts, side="right"), added)
 
 
 def _epochs(stamps: Sequence[str]) -> np.ndarray:
@@ -147,16 +168,28 @@ def _epochs(stamps: Sequence[str]) -> np.ndarray:
     return np.array(canonical, dtype="datetime64[ms]").astype(np.int64) / 1000.0
 
 
-def _made(catalog: CatalogModel, fields: dict[str, list[Any]], after: float) -> History:
+def _made(catalog: CatalogModel, fields: dict[str, list[Any]], after: float, seq: np.ndarray | None) -> History:
+    """The history of events read as ``fields`` (in write order, or in any order with their sequence
+    numbers ``seq``, which give the write order): those later than ``after``, in time order."""
     stamps = fields.get("timestamp", [])
     n = len(stamps)
     epochs = _epochs(stamps)
     given = {name: fields.get(name, [None] * n) for name in _FIELDS}
     history = History(given["item_id"], stamps, _columns(catalog, given, epochs))
-    if n and epochs[0] > after and bool((epochs[1:] >= epochs[:-1]).all()):
-        return history  # (stored in time order, all later than ``after``: as it is)
-    later = np.flatnonzero(epochs > after)
-    return history.take(later[np.argsort(epochs[later], kind="stable")])
+    later = epochs > after
+    if n and bool(later.all()):
+        if seq is None and bool((epochs[1:] >= epochs[:-1]).all()):
+            return history  # (stored in time order, all later than ``after``: as it is)
+        order = np.argsort(epochs, kind="stable") if seq is None else np.lexsort((seq, epochs))
+    elif seq is None:
+        at = np.flatnonzero(later)
+        order = at[np.argsort(epochs[at], kind="stable")]
+    else:
+        at = np.flatnonzero(later)
+        order = at[np.lexsort((seq[at], epochs[at]))]
+    if order.size == n and bool((order[1:] > order[:-1]).all()):
+        return history
+    return history.take(order)
 
 
 _GC = threading.Lock()
@@ -207,9 +240,7 @@ def _columns(catalog: CatalogModel, fields: dict[str, list[Any]], epochs: np.nda
 
 
 def _floats(values: list[Any]) -> np.ndarray:
-    """Numbers as float64, None as NaN."""
+    """Numbers as float64, None as NaN (as numpy reads None in a float array)."""
     if values.count(None) == len(values):
         return np.full(len(values), np.nan)
-    if set(map(type, values)) <= {float, int, type(None)}:
-        return np.array(values, dtype=np.float64)  # (numpy reads None as NaN)
-    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    return np.array(values, dtype=np.float64)

@@ -75,4 +75,6 @@ def kept_of(catalog: CatalogModel, events: Sequence[Interaction] | History | Non
 
 
 def _joined(first: History, then: History) -> History:
+    if not len(first) or not len(then):  # (a long history is not copied for nothing)
+        return then if not len(first) else first
     return History(first.item_ids + then.item_ids, first.stamps + then.stamps, first.columns.joined(then.columns))
