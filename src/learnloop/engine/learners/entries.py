@@ -141,12 +141,7 @@ def _apply_columns(
         if made is not None:
             return made
     while at < n:
-        # the next chunk ends at a checkpoint boundary (between two distinct timestamps)
-        stop = n
-        if since + (n - at) >= every:
-            stop = at + max(1, every - since)
-            if stop < n:
-                stop = int(np.searchsorted(ts, ts[stop - 1], side="right"))
+        stop = _chunk_end(ts, at, since, every)
         chunk = ordered.take(slice(at, stop))
         if (chunk.item < 0).any():
             chunk = chunk.take(chunk.item >= 0)
@@ -164,6 +159,17 @@ def _apply_columns(
     if revision is None:
         revision = entry.revision
     return LearnerEntry(revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
+
+
+def _chunk_end(ts: np.ndarray, at: int, since: int, every: int) -> int:
+    """Where the chunk of a run starting at ``at`` ends: the run's end, or the next checkpoint's place
+    (``every`` events after the last, ``since`` applied since it), moved past the events at the same
+    time (a checkpoint lies between two distinct timestamps)."""
+    n = ts.size
+    if since + (n - at) < every:
+        return n
+    stop = at + max(1, every - since)
+    return stop if stop >= n else int(np.searchsorted(ts, ts[stop - 1], side="right"))
 
 
 def _at_once(
@@ -186,11 +192,7 @@ def _at_once(
     n = len(ordered)
     cuts: list[tuple[int, float, tuple[int, float] | None]] = []
     while at < n:
-        stop = n
-        if since + (n - at) >= every:
-            stop = at + max(1, every - since)
-            if stop < n:
-                stop = int(np.searchsorted(ts, ts[stop - 1], side="right"))
+        stop = _chunk_end(ts, at, since, every)
         lo, hi = np.searchsorted(gone, (at, stop)).tolist()
         since += stop - at - (hi - lo)
         latest = max(latest, float(ts[stop - 1]))
