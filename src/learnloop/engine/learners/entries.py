@@ -150,8 +150,7 @@ def _apply_columns(
         since += state.n_events - before
         latest = max(latest, float(ts[stop - 1]))
         if len(chunk):
-            score = float(chunk.score[-1])
-            last_attempt = (int(chunk.item[-1]), score) if chunk.kind[-1] == 1 and score == score else None
+            last_attempt = _attempt(chunk, -1)
         at = stop
         if since >= every and (at == n or ts[at] > latest):
             checkpoints = _thin((*checkpoints, Checkpoint(latest, state, last_attempt)))
@@ -159,6 +158,12 @@ def _apply_columns(
     if revision is None:
         revision = entry.revision
     return LearnerEntry(revision, entry.fingerprint, state, latest, last_attempt, checkpoints=checkpoints)
+
+
+def _attempt(cols: EventColumns, k: int) -> tuple[int, float] | None:
+    """Event ``k`` as a learner's last attempt ``(item, score)`` when it is a scored attempt, else None."""
+    score = float(cols.score[k])
+    return (int(cols.item[k]), score) if cols.kind[k] == 1 and score == score else None
 
 
 def _chunk_end(ts: np.ndarray, at: int, since: int, every: int) -> int:
@@ -200,8 +205,7 @@ def _at_once(
             last = stop - 1
             while item[last] < 0:
                 last -= 1
-            score = float(ordered.score[last])
-            last_attempt = (int(item[last]), score) if ordered.kind[last] == 1 and score == score else None
+            last_attempt = _attempt(ordered, last)
         at = stop
         if since >= every and (at == n or ts[at] > latest):
             cuts.append((at, latest, last_attempt))
