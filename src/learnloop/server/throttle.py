@@ -158,7 +158,7 @@ class Capacity:
     voice API, 500 on v2 (whose contract lists no 503), with ``Retry-After``.
     """
 
-    threads: int = 8
+    threads: int = 4  # more only contend for the interpreter lock (docs/performance.md, "Threads per worker")
     waiting: int = 256
     scoring: int = 0  # 0: one less than the CPU cores, at least 1
     scoring_waiting: int = 4
