@@ -1,7 +1,7 @@
 """A learner with a long history: import, first read, the step after an event dated before all of them
 (plain script; prints figures against the targets).
 
-Setup per store (memory, SQLite): the course of ``bench_late_event.py`` (2
+Setup per store (memory, SQLite, PostgreSQL): the course of ``bench_late_event.py`` (2
 chapters of 3 topics of 4 items), one learner ("heavy") whose ``--events``
 answers (100,000 by default) are imported with ``Engine.upsert_events`` in calls
 of 10,000, and another learner ("light") with a session. Printed, against the
@@ -13,13 +13,17 @@ targets of issue 29 (point 6):
   the thread's CPU time (what it costs one core, on a machine where other work
   runs too: the targets are judged on it), and the events per second that makes
   (stored events / the step's time; target ≥ 200,000);
-* on SQLite, the first read of a second engine on the same file (a rebuild
-  from the store, as after a restart);
+* on SQLite and PostgreSQL, the first read of a second engine on the same
+  store (a rebuild from the store, as after a restart);
 * the light learner's step (p50, p99, max) while the heavy step runs in another
   thread, and without it.
 
 BLAS threads are pinned to 1. The compiled replay loop (extra ``fast``) is
 loaded by the first long apply of the process, here inside the import.
+
+PostgreSQL (``--stores memory,sqlite,postgres``): ``--postgres URL`` (a server
+where databases may be created), else ``LEARNLOOP_TEST_POSTGRES``, else a
+throwaway server with PostgreSQL's durable defaults, as in ``bench_http.py``.
 
 Run: ``.venv/bin/python benchmarks/bench_long_history.py`` (``--events 20000`` for a smaller run;
 ``--write-docs``: the figures into ``docs/performance.md`` between its ``bench_long_history`` markers).
@@ -34,6 +38,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 import json
+import shlex
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -42,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_http import drop_postgres, durability, fresh_postgres, postgres_url
 from bench_sessions import DOCS, command_line, machine_note, replace_block, today
 from tqdm import tqdm
 
@@ -102,9 +110,13 @@ def percentiles(times: list[float]) -> dict[str, float]:
             "steps": int(a.size)}  # fmt: skip
 
 
-def measure(store: str, folder: Path, n: int) -> dict[str, Any]:
-    path = folder / f"{store}.db"
-    engine = Engine.open(path, seed=1) if store == "sqlite" else Engine(seed=1)
+def open_store(store: str, where: str | Path | None) -> Engine:
+    return Engine(seed=1) if where is None else Engine.open(where, seed=1)
+
+
+def measure(store: str, where: str | Path | None, n: int) -> dict[str, Any]:
+    """The figures of one store; ``where`` is the SQLite file or the PostgreSQL database (None: memory)."""
+    engine = open_store(store, where)
     cid, pairs = course(engine)
     events = history(cid, pairs, n)
     t = time.perf_counter()
@@ -135,9 +147,9 @@ def measure(store: str, folder: Path, n: int) -> dict[str, Any]:
     out["late_step_cpu_s"] = cpu[0]  # the thread's CPU time: what the step costs one core
     out["events_per_s"] = (n + 1) / seconds[0]
     out["events_per_cpu_s"] = (n + 1) / cpu[0]
-    if store == "sqlite":
+    if where is not None:
         engine.close()
-        other = Engine.open(path, seed=1)
+        other = open_store(store, where)
         start = time.thread_time()
         out["restart_read_s"] = timed(lambda: other.user_status("heavy", cid, [{}]))
         out["restart_read_cpu_s"] = time.thread_time() - start
@@ -174,17 +186,38 @@ def report(results: dict[str, dict[str, Any]], n: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000, help="events of the learner with a long history")
-    parser.add_argument("--stores", default="memory,sqlite", help="comma-separated: memory, sqlite")
+    parser.add_argument("--stores", default="memory,sqlite", help="comma-separated: memory, sqlite, postgres")
+    parser.add_argument("--postgres", help="a PostgreSQL server URL where databases may be created")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line too")
     parser.add_argument("--write-docs", action="store_true", help="the table into the docs file")
     parser.add_argument("--docs", type=Path, default=DOCS, help="the docs file for --write-docs")
     args = parser.parse_args()
     stores = [s.strip() for s in args.stores.split(",") if s.strip()]
-    if set(stores) - {"memory", "sqlite"} or args.events < CALL:
-        parser.error(f"stores are memory and sqlite; --events must be at least {CALL:,}")
+    if set(stores) - {"memory", "sqlite", "postgres"} or args.events < CALL:
+        parser.error(f"stores are memory, sqlite and postgres; --events must be at least {CALL:,}")
+    server = postgres_url(args.postgres)
+    if "postgres" in stores and server is None:
+        # run again inside a throwaway PostgreSQL server with durable settings (stopped when the script exits)
+        script = Path(__file__).resolve().parent.parent / "scripts" / "_postgres.sh"
+        inner = shlex.join([sys.executable, *sys.argv])
+        env = dict(os.environ, LEARNLOOP_POSTGRES_DURABLE="1")
+        raise SystemExit(subprocess.call(["bash", "-c", f"source {shlex.quote(str(script))} && {inner}"], env=env))
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        results = {store: measure(store, Path(tmp), args.events) for store in stores}
+        for store in stores:
+            if store == "postgres":
+                assert server is not None
+                url = fresh_postgres(server)
+                try:
+                    results[store] = measure(store, url, args.events)
+                finally:
+                    drop_postgres(server, url)
+            else:
+                results[store] = measure(store, Path(tmp) / f"{store}.db" if store == "sqlite" else None, args.events)
     text = report(results, args.events)
+    if "postgres" in stores:
+        assert server is not None
+        text += f"\n\nPostgreSQL server: {durability(server)}."
     print(text)
     if args.json:
         print("JSON " + json.dumps(results))
