@@ -27,7 +27,7 @@ from typing import Any
 from learnloop.store._codec import json_rows
 from learnloop.store.base import Columns, Doc, Key, decode_doc, encode_doc, json_bytes, json_value
 
-__all__ = ["MARK", "compact_columns", "decode_event", "encode_event", "fields_of", "marked_fields"]
+__all__ = ["MARK", "compact_columns", "decode_event", "encode_event", "fields_of", "marked_fields", "named_fields"]
 
 #: the first byte of a document stored without its key's fields
 MARK = b"\x01"
@@ -98,6 +98,18 @@ def fields_of(docs: Sequence[Any]) -> dict[str, list[Any]]:
         docs = [doc if isinstance(doc, dict) else {} for doc in docs]
     names = dict.fromkeys(chain.from_iterable(docs))  # (the names, in order of first appearance)
     return {name: list(map(dict.get, docs, repeat(name))) for name in names}
+
+
+def named_fields(
+    docs: Sequence[Any], names: Sequence[str], item_ids: list[str], timestamps: list[str]
+) -> dict[str, list[Any]]:
+    """The fields ``names`` of event documents (None where a document has none; a document that is
+    not a mapping has none), with their keys' item ids and stamps as ``item_id`` and ``timestamp``."""
+    if not _DICT.issuperset(map(type, docs)):
+        docs = [doc if isinstance(doc, dict) else {} for doc in docs]
+    fields: dict[str, list[Any]] = {name: list(map(dict.get, docs, repeat(name))) for name in names}
+    fields["item_id"], fields["timestamp"] = item_ids, timestamps
+    return fields
 
 
 def marked_fields(keys: Sequence[Sequence[str]], blobs: Sequence[Any]) -> dict[str, list[Any]] | None:

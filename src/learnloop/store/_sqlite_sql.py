@@ -12,10 +12,8 @@ from typing import Any
 import numpy as np
 
 from learnloop.store._codec import json_marked
-from learnloop.store._compact import fields_of
+from learnloop.store._compact import fields_of, named_fields
 from learnloop.store.base import TABLES, Key
-
-_DICT = frozenset([dict])
 
 __all__ = [
     "INSERT",
@@ -143,8 +141,4 @@ def keyed_fields(
     if found is None:
         return None
     item_ids, timestamps, seq, values = found
-    if not _DICT.issuperset(map(type, values)):
-        values = [value if isinstance(value, dict) else {} for value in values]
-    fields: dict[str, list[Any]] = {name: list(map(dict.get, values, repeat(name))) for name in names}
-    fields["item_id"], fields["timestamp"] = item_ids, timestamps
-    return fields, seq
+    return named_fields(values, names, item_ids, timestamps), seq

@@ -42,7 +42,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import repeat
 from typing import Any, Literal
@@ -55,6 +55,7 @@ except ImportError as exc:
 
 from learnloop.store._codec import json_joined
 from learnloop.store._compact import fields_of
+from learnloop.store._pg_fields import keyed_fields
 from learnloop.store._pg_schema import UPSERT, create
 from learnloop.store.base import TABLES, Doc, Key, check_key, check_prefix, decode_doc, encode_doc
 
@@ -408,6 +409,15 @@ class PostgresStore:
                 return list(zip(*columns, strict=True)), fields_of(values)
         rows = list(self.scan(table, app, prefix, order="seq", last_after=last_after))
         return [key for key, _ in rows], fields_of([doc for _, doc in rows])
+
+    def event_fields(self, app: str, learner: Key, names: Sequence[str], *, last_after: str | None = None) -> Any:
+        """A learner's events as fields in no particular order, and their write order
+        (``_pg_fields.keyed_fields``; None: read them with :meth:`scan_fields`)."""
+        self._where_prefix("events", learner)
+        if len(learner) != 2:
+            raise ValueError(f"a learner's events are keyed (user, catalog), got {learner!r}")
+        with self._conn() as conn:
+            return keyed_fields(conn, self._tables["events"], self._app(app), tuple(learner), names, last_after)
 
     def keys(self, table: str, app: str, prefix: Key = ()) -> list[Key]:
         clause, params = self._where_prefix(table, prefix)

@@ -37,7 +37,7 @@ TOPICS = [
 ]
 
 
-def _engine(path: Path | None) -> Engine:
+def _engine(path: Path | str | None) -> Engine:
     engine = Engine.open(path, seed=3) if path is not None else Engine(seed=3)
     engine.upsert_items(ITEMS)
     engine.upsert_catalog({"catalog_id": "c1", "display_name": "One", "topics": TOPICS})
@@ -81,9 +81,9 @@ def _per_event(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.skipif(kernel() is None, reason="numba (extra 'fast') is not installed")
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
+@pytest.mark.parametrize("store", ["memory", "sqlite", "postgres"])
 def test_a_long_history_replays_as_the_per_event_path(
-    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     events = _events(6000, seed=1)
     late = [dict(events[10], timestamp=format_timestamp(START - timedelta(days=1)), score=1.0, type="attempt")]
@@ -93,7 +93,13 @@ def test_a_long_history_replays_as_the_per_event_path(
         with monkeypatch.context() as patch:
             if name == "reference":
                 _per_event(patch)
-            engine = _engine(tmp_path / f"{name}.db" if store == "sqlite" else None)
+            engine = _engine(
+                tmp_path / f"{name}.db"
+                if store == "sqlite"
+                else request.getfixturevalue("postgres_database")()
+                if store == "postgres"
+                else None
+            )
             for at in range(0, len(events), 2000):
                 engine.upsert_events("u", events[at : at + 2000])
             engine.user_status("u", "c1", [{}])
