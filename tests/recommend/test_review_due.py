@@ -15,6 +15,7 @@ from learnloop import Engine
 from learnloop.errors import ValidationError
 from learnloop.events import format_timestamp
 from learnloop.recommend import ReviewPolicy
+from learnloop.recommend.due import nothing_due
 from learnloop.sim import SimClock, learner_for, run_session, sample_course
 
 
@@ -223,6 +224,8 @@ def test_the_review_recommendation_is_the_head_of_the_due_list(
     else:
         assert rec is None and step.nothing_due is not None
         assert step.nothing_due.next_item_id == (due[0].item_id if due else None)
+        # the step reads only the head of the order: the same answer as from every record
+        assert step.nothing_due == nothing_due(due, retention)
     suggestions = engine.next_items(user_id, cid, mode="review", limit=4)
     assert [(s.item_id, s.topic_id) for s in suggestions] == [(d.item_id, d.topic_id) for d in due[: min(4, n_due)]]
 

@@ -89,11 +89,11 @@ def _moment(epoch: float) -> datetime:
         return datetime.max.replace(tzinfo=UTC) if epoch > 0 else datetime.min.replace(tzinfo=UTC)
 
 
-def due_items(view: LearnerView, order: DueOrder) -> list[DueItem]:
-    """The records of ``order`` (what :meth:`Engine.due` answers)."""
+def due_items(view: LearnerView, order: DueOrder, limit: int | None = None) -> list[DueItem]:
+    """The records of ``order`` (what :meth:`Engine.due` answers); with ``limit``, of its first ``limit``."""
     index = view.index
     out = []
-    for k, position in enumerate(order.positions.tolist()):
+    for k, position in enumerate(order.positions[:limit].tolist()):
         when = float(order.due_at[k])
         out.append(
             DueItem(
@@ -107,9 +107,13 @@ def due_items(view: LearnerView, order: DueOrder) -> list[DueItem]:
     return out
 
 
-def nothing_due(records: Sequence[DueItem], retention: float) -> NothingDue:
+def nothing_due(
+    records: Sequence[DueItem], retention: float, *, met: int | None = None, n_due: int | None = None
+) -> NothingDue:
     """Why review recommends nothing, from the records of the items met where it looked (in
-    review order, :func:`due_items`): when the next of them falls due, and which it is."""
+    review order, :func:`due_items`): when the next of them falls due, and which it is. Given
+    how many items were ``met`` and how many of them are due (``n_due``), the head record alone
+    is enough."""
     if not records:
         return NothingDue(
             reason=Reason(
@@ -121,11 +125,11 @@ def nothing_due(records: Sequence[DueItem], retention: float) -> NothingDue:
             next_topic_id=None,
         )
     head = records[0]  # (the most overdue, else the soonest due)
-    n_due = sum(r.overdue for r in records)
+    n_due = sum(r.overdue for r in records) if n_due is None else n_due
     if n_due:  # (due items the step may not serve: the session's constraints exclude them)
         text = f"{n_due} items are due but the session's constraints exclude them"
     else:
-        text = f"nothing due: the {len(records)} items met are recalled at {retention:.2f} or above"
+        text = f"nothing due: the {len(records) if met is None else met} items met are recalled at {retention:.2f} or above"
     finite = datetime.min.replace(tzinfo=UTC) < head.due_at < datetime.max.replace(tzinfo=UTC)
     if finite:
         text += f"; next review '{head.item_id}' (topic '{head.topic_id}') at {moment_text(head.due_at.timestamp())}"

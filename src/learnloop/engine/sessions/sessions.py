@@ -446,7 +446,8 @@ class Sessions:
             and (eligible := eligible_positions(session, mask, constraint_masks)).any()
         ):
             retention = getattr(policy, "desired_retention", None) or model.desired_retention
-            idle = nothing_due(due_items(view, due_order(view, eligible, retention)), retention)
+            order = due_order(view, eligible, retention)
+            idle = nothing_due(due_items(view, order, 1), retention, met=order.positions.size, n_due=order.n_due)
         return AdaptiveStep(
             recommendation=recommendation, user_status=user_status, session_status=session_status, nothing_due=idle
         ), session
