@@ -2,16 +2,19 @@
 
     python tools/fit/fit_voice_real.py SO762_DIR [--out src/learnloop/voice/assessment.json]
 
-Writes ``assessment.json`` and the sequence model's weights beside it (``assessment.npz``,
-whose SHA-256 the JSON records). Needs the ``voice-train`` extra (PyTorch) for the
+Writes ``assessment.json`` and the sequence models' weights beside it (``assessment.npz``, the
+corpus-only model, whose word and total predictions feed the later stages; ``assessment-phones.npz``,
+the model also trained on the substitution set's fit-part renditions, whose phone predictions enter
+the blend, when the chosen weight of the renditions is above 0; the JSON records their SHA-256s). Needs the ``voice-train`` extra (PyTorch) for the
 sequence model (``_sequence_torch.py``; ``--no-sequence`` fits without it) and the
 evidence caches of the substitution set and the labelled espeak-ng words for the
 *said as* choice behind ``sounds_like`` (``_said_as.py``; ``--said-as-only`` refits it
 alone on the model at ``--out``).
 
 Choices (the sequence model's size, by the mean of its three fold PCCs; the phone
-network's size and penalty; the blend of the two phone predictions, by the mean of the
-three fold PCCs of the shipped pipeline; the word, utterance and *said* ridges, the band
+network's size and penalty; the renditions' weight and the blend of the two phone predictions,
+by the mean of the three fold PCCs of the shipped pipeline and then the fit part's substitution
+AUC, ``MEAN3_SLACK``; the word, utterance and *said* ridges, the band
 knot of the phone "retry" edge and the ``is_matched`` threshold) are made on
 five speaker folds inside the train split; the final models are then fitted on the
 whole train split, each on the rows its fold models were fitted on (the word stage on
