@@ -4,8 +4,9 @@ Two sequence models of one size may be shipped: one trained on the corpus alone,
 total predictions feed the later stages, and one trained on the corpus and the substitution set's
 fit-part renditions (their phones weighted in the loss), whose phone predictions enter the phone
 blend. :func:`sequence_runs` gives, for each weight of the renditions, the fold predictions the
-choice reads: the phones of the model trained with that weight (none: the corpus-only model) and the
-words and totals of the corpus-only one, each averaged over ``FINAL_SEEDS`` networks as shipped.
+choice reads (seed 0): the phones of the model trained with that weight (none: the corpus-only model)
+and the words and totals of the corpus-only one; :func:`seeds_averaged` the same for one weight with
+``FINAL_SEEDS`` networks averaged, as shipped.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from _stages import pcc
 SEQ_CONFIGS: list[tuple[int, int, int, int, float, int]] = [(32, 2, 2, 64, 0.1, 30), (48, 2, 2, 96, 0.1, 30)]
 #: the weight of the substitution set's fit-part renditions in the phones' sequence model's phone loss
 SUB_WEIGHTS = [0.0, 0.2, 0.5, 2.0]
-#: networks (seeds 0, 1, ...) averaged in each shipped sequence model and in the fold predictions the blend
-#: and the renditions' weight are chosen on (the size is chosen on seed 0's, without renditions)
+#: networks (seeds 0, 1, ...) averaged in each shipped sequence model and in the fold predictions of the chosen
+#: size and weight, on which the blend is chosen again and the weight's slack checked again (the size and the
+#: weight are chosen on seed 0's)
 FINAL_SEEDS = 3
 
 Run = tuple[tuple, float, list, list]  # (config, weight, corpus predictions, renditions' predictions)
@@ -33,8 +35,8 @@ def sequence_runs(
     fold_of_utt: np.ndarray, part: _substitutions.FitPart, root: Path, t0: float,
 ) -> list[Run]:  # fmt: skip
     """The size (by the mean of the corpus-only model's own three fold PCCs, seed 0, as before), then for
-    each weight of ``SUB_WEIGHTS`` the fold predictions of that size: phones from the model trained with
-    the renditions so weighted, words and totals from the corpus-only model (``FINAL_SEEDS`` averaged)."""
+    each weight of ``SUB_WEIGHTS`` the fold predictions of that size (seed 0): phones from the model trained
+    with the renditions so weighted, words and totals from the corpus-only model."""
     cache = root / ".learnloop"
     wy_real = np.concatenate([w for w, r in zip(word_y, real, strict=True) if r])
 
@@ -61,17 +63,31 @@ def sequence_runs(
     assert best is not None
     config = best[1]
 
-    def averaged(weight: float) -> list:
-        runs = [
-            _substitutions.seed_oof(utts, real, fold_of_utt, part, config, weight, s, cache) for s in range(FINAL_SEEDS)
-        ]
-        return _substitutions.mean_of(runs)
-
-    without = averaged(0.0)
     out: list[Run] = []
     for weight in SUB_WEIGHTS:
-        found = without if weight == 0.0 else averaged(weight)
+        found = _substitutions.sequence_oof(utts, real, fold_of_utt, part, config, weight, cache)
+        if weight == 0.0:
+            without = found
         mixed = [(f[0], b[1], b[2]) for f, b in zip(found, without, strict=True)]
-        report(f"{config}, {FINAL_SEEDS} seeds, phones with the renditions weighted {weight}", mixed)
+        report(f"{config}, seed 0, phones with the renditions weighted {weight}", mixed)
         out.append((config, weight, mixed[: len(utts)], mixed[len(utts) :]))
     return out
+
+
+def seeds_averaged(
+    utts: list, real: np.ndarray, fold_of_utt: np.ndarray, part: _substitutions.FitPart, config: tuple,
+    weight: float, root: Path,
+) -> Run:  # fmt: skip
+    """The fold predictions of ``config`` with ``FINAL_SEEDS`` networks averaged, as shipped: phones from the
+    model trained with the renditions weighted ``weight``, words and totals from the corpus-only model."""
+    cache = root / ".learnloop"
+
+    def averaged(w: float) -> list:
+        return _substitutions.mean_of(
+            [_substitutions.seed_oof(utts, real, fold_of_utt, part, config, w, s, cache) for s in range(FINAL_SEEDS)]
+        )
+
+    without = averaged(0.0)
+    found = without if weight == 0.0 else averaged(weight)
+    mixed = [(f[0], b[1], b[2]) for f, b in zip(found, without, strict=True)]
+    return config, weight, mixed[: len(utts)], mixed[len(utts) :]
