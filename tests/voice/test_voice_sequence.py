@@ -89,12 +89,13 @@ def test_a_second_sequence_model_gives_the_phones_and_the_first_the_words_and_to
 def test_a_model_with_two_sequence_models_round_trips_and_checks_both_files(
     tmp_path: Path, scorer: PronunciationScorer, clips: dict[str, bytes]
 ) -> None:
-    two = dataclasses.replace(default_assessor(), phone_sequence=shifted(shipped(), -0.3))
+    phones = shifted(shipped(), -0.3)
+    two = dataclasses.replace(default_assessor(), phone_sequence=phones)
     path = tmp_path / "two.json"
     two.save(path)
     assert (tmp_path / "two.npz").exists() and (tmp_path / "two-phones.npz").exists()
     loaded = Assessor.load(path)
-    assert loaded.phone_sequence is not None and loaded.phone_sequence.sha256() == two.phone_sequence.sha256()
+    assert loaded.phone_sequence is not None and loaded.phone_sequence.sha256() == phones.sha256()
     ev = scorer.evidence(clips["phrase"], PHRASE)
     a, b = two.judge(ev), loaded.judge(ev)
     np.testing.assert_allclose(a.phone_accuracy, b.phone_accuracy, atol=1e-6)
