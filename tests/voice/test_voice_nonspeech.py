@@ -105,7 +105,10 @@ def test_without_the_check_the_same_audio_scores_as_speech(scorer: Pronunciation
     ungated = dataclasses.replace(default_assessor(), speech_gate=False)
     ev = scorer.evidence(wav(np.full(3 * SR, 32767.0)), "hello world")
     assert not heard(ev)
-    assert ungated.judge(ev).overall_score >= 60
+    alone = ungated.judge(ev)
+    # every phone scores as said well (83-100), and the phrase far above the 0 the check gives (overall
+    # 59 with the phones' second sequence model, 62 before it: the words' P(said) is 0.89 and 0.71)
+    assert np.all(alone.phone_scores >= 60) and alone.overall_score >= 50
     assert default_assessor().judge(ev).overall_score == 0
 
 

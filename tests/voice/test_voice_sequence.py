@@ -5,6 +5,7 @@ dependency only)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 from importlib import resources
@@ -56,6 +57,56 @@ def test_a_saved_model_loads_from_beside_its_json_and_judges_alike(
     a, b = default_assessor().judge(ev), loaded.judge(ev)
     assert np.array_equal(a.phone_scores, b.phone_scores) and a.overall_score == b.overall_score
     (tmp_path / "mine.npz").write_bytes(b"not the weights")
+    with pytest.raises(ValueError, match="hash"):
+        Assessor.load(path)
+
+
+def shifted(model: SequenceModel, by: float) -> SequenceModel:
+    """``model`` with every member's phone read-out moved by ``by`` (words and total untouched)."""
+    members = tuple({**m, "phone.b": m["phone.b"] + by} for m in model.members)
+    return SequenceModel(members, model.layers, model.heads, model.width)
+
+
+def test_a_second_sequence_model_gives_the_phones_and_the_first_the_words_and_total(
+    scorer: PronunciationScorer, clips: dict[str, bytes]
+) -> None:
+    ev = scorer.evidence(clips["phrase"], PHRASE)
+    base = default_assessor()
+    assert base.blend > 0.0
+    plain = dataclasses.replace(base, phone_sequence=None)
+    two = dataclasses.replace(base, phone_sequence=shifted(shipped(), -0.4))
+    p0, w0, t0 = plain.sequence_predictions(ev)
+    p1, w1, t1 = two.sequence_predictions(ev)
+    np.testing.assert_allclose(p1, p0 - 0.4, atol=1e-9)
+    assert np.array_equal(w1, w0) and t1 == t0
+    a, b = plain.judge(ev), two.judge(ev)
+    # the blended phones follow the phones' model; the word stage sees those phones, so words may move
+    assert np.all(b.phone_accuracy <= a.phone_accuracy) and np.any(b.phone_accuracy < a.phone_accuracy)
+    with pytest.raises(ValueError, match="needs the sequence model"):
+        dataclasses.replace(base, sequence=None, phone_sequence=shipped())
+
+
+def test_a_model_with_two_sequence_models_round_trips_and_checks_both_files(
+    tmp_path: Path, scorer: PronunciationScorer, clips: dict[str, bytes]
+) -> None:
+    phones = shifted(shipped(), -0.3)
+    two = dataclasses.replace(default_assessor(), phone_sequence=phones)
+    path = tmp_path / "two.json"
+    two.save(path)
+    assert (tmp_path / "two.npz").exists() and (tmp_path / "two-phones.npz").exists()
+    loaded = Assessor.load(path)
+    assert loaded.phone_sequence is not None and loaded.phone_sequence.sha256() == phones.sha256()
+    ev = scorer.evidence(clips["phrase"], PHRASE)
+    a, b = two.judge(ev), loaded.judge(ev)
+    np.testing.assert_allclose(a.phone_accuracy, b.phone_accuracy, atol=1e-6)
+    assert np.array_equal(a.phone_scores, b.phone_scores) and a.overall_score == b.overall_score
+    # a model file without the phones' model (as written before there was one) loads, with one sequence model
+    older = json.loads(path.read_text())
+    del older["sequence"]["phones"]
+    one = Assessor.from_dict(older, where=tmp_path)
+    assert one.phone_sequence is None and one.sequence is not None
+    # the phones' weights are checked against their own recorded hash
+    (tmp_path / "two-phones.npz").write_bytes((tmp_path / "two.npz").read_bytes())
     with pytest.raises(ValueError, match="hash"):
         Assessor.load(path)
 

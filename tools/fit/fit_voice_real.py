@@ -2,16 +2,19 @@
 
     python tools/fit/fit_voice_real.py SO762_DIR [--out src/learnloop/voice/assessment.json]
 
-Writes ``assessment.json`` and the sequence model's weights beside it (``assessment.npz``,
-whose SHA-256 the JSON records). Needs the ``voice-train`` extra (PyTorch) for the
+Writes ``assessment.json`` and the sequence models' weights beside it (``assessment.npz``, the
+corpus-only model, whose word and total predictions feed the later stages; ``assessment-phones.npz``,
+the model also trained on the substitution set's fit-part renditions, whose phone predictions enter
+the blend, when the chosen weight of the renditions is above 0; the JSON records their SHA-256s). Needs the ``voice-train`` extra (PyTorch) for the
 sequence model (``_sequence_torch.py``; ``--no-sequence`` fits without it) and the
 evidence caches of the substitution set and the labelled espeak-ng words for the
 *said as* choice behind ``sounds_like`` (``_said_as.py``; ``--said-as-only`` refits it
 alone on the model at ``--out``).
 
 Choices (the sequence model's size, by the mean of its three fold PCCs; the phone
-network's size and penalty; the blend of the two phone predictions, by the mean of the
-three fold PCCs of the shipped pipeline; the word, utterance and *said* ridges, the band
+network's size and penalty; the renditions' weight and the blend of the two phone predictions,
+by the mean of the three fold PCCs of the shipped pipeline and then the fit part's substitution
+AUC, ``MEAN3_SLACK``; the word, utterance and *said* ridges, the band
 knot of the phone "retry" edge and the ``is_matched`` threshold) are made on
 five speaker folds inside the train split; the final models are then fitted on the
 whole train split, each on the rows its fold models were fitted on (the word stage on
@@ -29,7 +32,6 @@ import argparse
 import dataclasses
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -39,55 +41,28 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import _said_as
+import _sequence_choice as _choice
 import _so762
 import _substitutions
+from _stages import auc, later_stages, pcc
 
-from learnloop.voice.assessment import (
-    Assessor,
-    Bands,
-    fit_linear,
-    fit_logistic,
-    fit_network,
-    phone_features,
-    utterance_features,
-    word_features,
-)
+from learnloop.voice.assessment import Assessor, fit_network, phone_features
 
 NETWORKS = [(32, 1e-3), (32, 3e-3)]
-#: the sequence model's sizes tried on the folds: (width, heads, layers, feed-forward, dropout, epochs)
-SEQ_CONFIGS: list[tuple[int, int, int, int, float, int]] = [(32, 2, 2, 64, 0.1, 30), (48, 2, 2, 96, 0.1, 30)]
-#: the weight of the substitution set's fit-part renditions in the sequence model's phone loss
-SUB_WEIGHTS = [0.0, 0.2, 0.5, 2.0]
 #: the sequence model's share of the phone predictions, tried on the folds
 BLENDS = [0.0, 0.25, 0.5, 0.75, 1.0]
-#: the weight of the renditions: each weight takes the blend with the best mean of the three fold
-#: PCCs (as before); of the weights whose mean is at most this far below that of no renditions, the
-#: one whose phone predictions separate the fit part's substituted phones from the same phones said
-#: right best (fold AUC, word folds). The size is chosen before, without renditions, by the sequence
-#: model's own mean PCC. (Applied to the (weight, blend) pairs jointly, the slack let blend 0.25 in,
-#: whose test-split figures were worse: docs/voice.md.)
+#: the weight of the renditions in the phones' sequence model (``_sequence_choice.SUB_WEIGHTS``): each
+#: weight takes the blend with the best mean of the three fold PCCs (as before); of the weights whose
+#: mean is at most this far below that of no renditions, the one whose phone predictions separate the
+#: fit part's substituted phones from the same phones said right best (fold AUC, word folds). The word
+#: and total inputs come from the model without renditions whatever the weight (two sequence models,
+#: when the weight is above 0). Chosen on seed 0's fold predictions; the chosen weight and no renditions are
+#: then compared again with FINAL_SEEDS networks averaged, as shipped (each at its best blend; the weight is
+#: kept if it still passes the slack), and the blend is the one chosen there.
+#: (Applied to the (weight, blend) pairs jointly, the slack let blend 0.25 in, whose test-split figures
+#: were worse: docs/voice.md.)
 MEAN3_SLACK = 0.005
-#: networks (seeds 0, 1, ...) averaged in the shipped sequence model, and in the fold predictions of the chosen
-#: size and weight from which the blend and the later stages are then chosen again (the size and the weight
-#: are chosen on seed 0's)
-FINAL_SEEDS = 3
-RIDGES = [0.1, 1.0, 10.0, 100.0]
-#: the band edges 80 and 90 on the experts' phone scale: 90+ when the five experts'
-#: mean is 1.9 or more (at most one calls it accented), 80+ from 1.7
-KNOTS_80_90 = (1.7, 1.9)
-
-
-def pcc(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.corrcoef(a, b)[0, 1])
-
-
-def auc(score: np.ndarray, positive: np.ndarray) -> float:
-    from scipy.stats import rankdata
-
-    r = rankdata(score)
-    n1 = int(positive.sum())
-    n0 = len(score) - n1
-    return float((r[positive].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+FINAL_SEEDS = _choice.FINAL_SEEDS
 
 
 def training_set(
@@ -144,40 +119,6 @@ def training_set(
     return out_ev, out_p, out_w, out_u, np.array(out_t), np.array(out_real), np.array(out_fold)
 
 
-Fit = Callable[[np.ndarray, np.ndarray], Callable[[np.ndarray], np.ndarray]]
-
-
-def choose(
-    what: str,
-    candidates: list[tuple[str, Fit]],
-    x: np.ndarray,
-    y: np.ndarray,
-    fold: np.ndarray,
-    trainable: np.ndarray,
-    judge: Callable[[np.ndarray], float],
-    say: Callable[[str], None] = print,
-) -> tuple[Fit, np.ndarray]:
-    """The candidate whose out-of-fold predictions ``judge`` rates best, and those predictions
-    (each fold predicted by a model fitted on the ``trainable`` rows of the other folds)."""
-    best: tuple[float, Fit, np.ndarray] | None = None
-    for name, fit in candidates:
-        oof = np.zeros(len(y))
-        for k in np.unique(fold):
-            tr = (fold != k) & trainable
-            oof[fold == k] = fit(x[tr], y[tr])(x[fold == k])
-        score = judge(oof)
-        say(f"  {what} {name}: fold {score:.4f}")
-        if best is None or score > best[0]:
-            best = (score, fit, oof)
-    assert best is not None
-    return best[1], best[2]
-
-
-def ridges(fit: Callable[..., Callable[[np.ndarray], np.ndarray]]) -> list[tuple[str, Fit]]:
-    """``fit`` with each of the ridge penalties ``RIDGES``."""
-    return [(f"ridge={r}", lambda x, y, r=r: fit(x, y, ridge=r)) for r in RIDGES]
-
-
 def synthetic_phones(root: Path, folds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Phone features, labels (2 said right, 0 substituted) and word folds of the labelled
     espeak-ng renditions (``_espeak_labelled``; the word folds of the substitution set's)."""
@@ -194,139 +135,6 @@ def synthetic_phones(root: Path, folds: int) -> tuple[np.ndarray, np.ndarray, np
         ys.append(np.where(np.arange(len(ev.gops)) == at, 0.0, 2.0))  # type: ignore[attr-defined]
         fs.append(np.full(len(ev.gops), _substitutions.word_fold(key.split(":")[1], folds)))  # type: ignore[attr-defined]
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(fs)
-
-
-@dataclasses.dataclass
-class Stages:
-    """What the stages after the phone predictions learned on the folds, and their fold figures."""
-
-    bands: Bands
-    word_fit: Fit
-    utt_fit: Fit
-    said_fit: Fit
-    matched_above: float
-    wx: np.ndarray
-    wy: np.ndarray
-    wreal: np.ndarray
-    unsaid: np.ndarray
-    ux: np.ndarray
-    figures: dict[str, float]
-
-
-def later_stages(
-    evs: list,
-    phone_oof: np.ndarray,
-    counts: list[int],
-    seq_oof: list[tuple[np.ndarray, np.ndarray, float]] | None,
-    y: np.ndarray,
-    word_y: list[np.ndarray],
-    unsaid_flags: list[np.ndarray],
-    total_y: np.ndarray,
-    real: np.ndarray,
-    fold_of_utt: np.ndarray,
-    say: Callable[[str], None] = print,
-) -> Stages:
-    """The retry edge, the word, *said* and utterance stages on out-of-fold phone predictions
-    (and the sequence model's word and total predictions, when given), chosen on the folds;
-    ``figures``: the fold PCCs of phone, word and total as shipped (words and total scaled by
-    P(said)) on the corpus' utterances, and the rest of the fold checks."""
-    is_real = np.repeat(real, counts)
-    # band edge 60: the predicted accuracy that best separates mispronounced phones
-    # (experts' mean < 1) from the rest, by F1 on the folds
-    wrong = y < 1.0
-    phone_oof_real, y_real, wrong_real = phone_oof[is_real], y[is_real], wrong[is_real]
-    grid = np.round(np.arange(0.8, 1.65, 0.01), 2)
-    f1s = []
-    for t in grid:
-        flagged = phone_oof_real < t
-        tp = np.sum(flagged & wrong_real)
-        f1s.append(2 * tp / max(flagged.sum() + wrong_real.sum(), 1))
-    t60 = float(grid[int(np.argmax(f1s))])
-    bands = Bands((t60, *KNOTS_80_90))
-    scores = bands.phone_score(phone_oof_real)
-    figures = {
-        "phone": pcc(phone_oof_real, y_real),
-        "detection_auc": auc(-phone_oof_real, wrong_real),
-        "correct_below_60": float(np.mean(scores[y_real == 2] < 60)),
-    }
-    say(
-        f"  band 60 at accuracy {t60:.2f} (fold F1 {max(f1s):.3f}); detection AUC {figures['detection_auc']:.3f}; "
-        f"expert-correct phones below 60: {figures['correct_below_60']:.1%}; score PCC {pcc(scores, y_real):.4f}"
-    )
-    at = np.cumsum([0, *counts])
-    seq_words = [None if seq_oof is None else np.clip(seq_oof[j][1], 0.0, 10.0) for j in range(len(evs))]
-    seq_totals = [None if seq_oof is None else float(np.clip(seq_oof[j][2], 0.0, 10.0)) for j in range(len(evs))]
-    word_x = [word_features(evs[j], phone_oof[at[j] : at[j + 1]], seq_words[j]) for j in range(len(evs))]
-    wx, wy = np.concatenate(word_x), np.concatenate(word_y)
-    wat = np.cumsum([0, *[len(b) for b in word_x]])  # each utterance's first word
-    wfold = np.repeat(fold_of_utt, np.diff(wat))
-    wreal = np.repeat(real, np.diff(wat))
-    unsaid = np.concatenate(unsaid_flags)
-    # said or not: real words (and the said words around an inserted one) against the
-    # words of a text that was not said
-    said_fit, logit = choose(
-        "said (AUC, said vs unsaid words)",
-        ridges(fit_logistic),
-        wx,
-        (~unsaid).astype(float),
-        wfold,
-        np.ones(len(wy), dtype=bool),
-        lambda oof: auc(oof, ~unsaid),
-        say,
-    )
-    p_said = 1.0 / (1.0 + np.exp(-logit))
-    # the accuracy of a said word, learned from the corpus' words only (the unsaid words are
-    # P(said)'s to handle), chosen by the fold PCC of the word score: P(said) x the prediction
-    word_fit, word_oof = choose(
-        "word (PCC of P(said) x prediction)",
-        ridges(fit_linear),
-        wx,
-        wy,
-        wfold,
-        wreal,
-        lambda oof: pcc((p_said * np.clip(oof, 0.0, 10.0))[wreal], wy[wreal]),
-        say,
-    )
-    word_oof = np.clip(word_oof, 0.0, 10.0)
-    # is_matched: the P(said) below which 3 % of the words the experts rate 8-10 fall
-    good = wreal & (wy >= 8)
-    matched_above = float(np.quantile(p_said[good], 0.03))
-    gated_word = p_said * word_oof
-    figures["word"] = pcc(gated_word[wreal], wy[wreal])
-    figures["unsaid_matched"] = float(np.mean(p_said[unsaid] >= matched_above))
-    say(
-        f"  is_matched when P(said) >= {matched_above:.3f}: false for {np.mean(p_said[good] < matched_above):.1%} of "
-        f"words rated 8-10, {np.mean(p_said[wreal & (wy <= 2)] < matched_above):.1%} of words rated 0-2, "
-        f"{np.mean(p_said[unsaid] < matched_above):.1%} of words not said; word fold PCC {figures['word']:.4f} "
-        f"({pcc(word_oof[wreal], wy[wreal]):.4f} without P(said))"
-    )
-    ux = np.concatenate(
-        [
-            utterance_features(evs[j], phone_oof[at[j] : at[j + 1]], word_oof[wat[j] : wat[j + 1]], seq_totals[j])
-            for j in range(len(evs))
-        ]
-    )
-    utt_fit, total_oof = choose(
-        "utterance (PCC)",
-        ridges(fit_linear),
-        ux,
-        total_y,
-        fold_of_utt,
-        real,
-        lambda oof: pcc(oof[real], total_y[real]),
-        say,
-    )
-    share_said = np.add.reduceat(p_said, wat[:-1]) / np.diff(wat)
-    gated_total = np.clip(total_oof, 0.0, 10.0) * share_said
-    figures["total"] = pcc(gated_total[real], total_y[real])
-    not_said = ~real & (total_y == 0)
-    figures["not_said_total"] = float(np.mean(gated_total[not_said]))
-    say(
-        f"  total fold PCC {figures['total']:.4f}; phrases not said at all: total {figures['not_said_total']:.2f} "
-        f"on average, {np.mean(gated_total[not_said] >= 4):.1%} of them 40 or more"
-    )
-    figures["mean3"] = (figures["phone"] + figures["word"] + figures["total"]) / 3
-    return Stages(bands, word_fit, utt_fit, said_fit, matched_above, wx, wy, wreal, unsaid, ux, figures)
 
 
 def main() -> None:
@@ -366,37 +174,11 @@ def main() -> None:
     )
     runs: list[tuple[tuple, float, list, list]] = []  # (config, weight, corpus predictions, renditions')
     if args.sequence:
-        import _sequence_torch as seq
         import torch
 
         torch.set_num_threads(1)
         utts = corpus_utterances(evs, phone_y, word_y, total_y, real)
-        wy_real = np.concatenate([w for w, r in zip(word_y, real, strict=True) if r])
-        # the size, by the mean of the sequence model's own three fold PCCs without renditions (as
-        # before); then each weight of the renditions with that size
-        best_size: tuple[float, tuple] | None = None
-        for candidate, weight in [(c, 0.0) for c in SEQ_CONFIGS] + [(None, w) for w in SUB_WEIGHTS[1:]]:
-            if candidate is None:
-                assert best_size is not None
-                candidate = best_size[1]
-            found = _substitutions.sequence_oof(
-                utts, real, fold_of_utt, part, candidate, weight, args.root / ".learnloop"
-            )
-            own, rend = found[: len(utts)], found[len(utts) :]
-            ph = np.concatenate([np.clip(o[0], 0, 2) for o, r in zip(own, real, strict=True) if r])
-            wd = np.concatenate([np.clip(o[1], 0, 10) for o, r in zip(own, real, strict=True) if r])
-            tt = np.array([np.clip(o[2], 0, 10) for o, r in zip(own, real, strict=True) if r])
-            r3 = (pcc(ph, y[is_real]), pcc(wd, wy_real), pcc(tt, total_y[real]))
-            print(
-                f"  sequence model {candidate}, renditions weighted {weight}: fold PCC phone {r3[0]:.4f}, "
-                f"word (said) {r3[1]:.4f}, total {r3[2]:.4f}; mean {np.mean(r3):.4f}; substitutions AUC "
-                f"{_substitutions.pair_auc(part, [o[0] for o in rend]):.3f} ({time.perf_counter() - t0:.0f} s)",
-                flush=True,
-            )
-            if weight == 0.0 and (best_size is None or np.mean(r3) > best_size[0]):
-                best_size = (float(np.mean(r3)), candidate)
-            runs.append((candidate, weight, own, rend))
-        runs = [run for run in runs if best_size is not None and run[0] == best_size[1]]
+        runs = _choice.sequence_runs(utts, y[is_real], word_y, total_y, real, fold_of_utt, part, args.root, t0)
 
     # -- phone network -------------------------------------------------------------------------
     blocks = [phone_features(ev) for ev in evs]
@@ -438,7 +220,7 @@ def main() -> None:
     assert best is not None
     _, hidden, l2, net_oof, net_rend = best
 
-    # -- the sequence model's size and weight, the blend and the later stages (MEAN3_SLACK) -------
+    # -- the renditions' weight, the blend and the later stages (MEAN3_SLACK) ------------------------
     trials = []  # (mean3, substitutions AUC, config, weight, blend, stages, phone_oof, renditions' phones)
     for candidate, weight, own, rend in runs or [(None, 0.0, None, None)]:
         for blend in BLENDS if own is not None else [None]:
@@ -448,7 +230,7 @@ def main() -> None:
             else:
                 phone_oof = (1 - blend) * net_oof + blend * np.concatenate([o[0] for o in own])
                 rend_phone = [(1 - blend) * a + blend * o[0] for a, o in zip(net_rend, rend, strict=True)]
-                print(f"sequence model {candidate}, renditions weighted {weight}, blend {blend}:")
+                print(f"sequence model {candidate}, phones with the renditions weighted {weight}, blend {blend}:")
             phone_oof = np.clip(phone_oof, 0.0, 2.0)
             st = later_stages(
                 evs, phone_oof, counts, own, y, word_y, unsaid_flags, total_y, real, fold_of_utt,
@@ -458,55 +240,66 @@ def main() -> None:
             del_auc = _substitutions.pair_auc(part, [np.clip(a, 0.0, 2.0) for a in rend_phone], ("del",))
             print(
                 f"  => fold PCC phone {f['phone']:.4f}, word {f['word']:.4f}, total {f['total']:.4f}; mean "
-                f"{f['mean3']:.4f}; fit part's substitutions AUC {sub_auc:.3f}, deletions {del_auc:.3f}",
+                f"{f['mean3']:.4f}; detection AUC {f['detection_auc']:.4f}; expert-correct phones below 60 "
+                f"{f['correct_below_60']:.1%}; fit part's substitutions AUC {sub_auc:.3f}, deletions {del_auc:.3f}",
                 flush=True,
             )
             trials.append((f["mean3"], sub_auc, candidate, weight, blend, st, phone_oof, rend_phone))
     per_weight = {w: max((t for t in trials if t[3] == w), key=lambda t: t[0]) for w in {t[3] for t in trials}}
     floor = per_weight[0.0][0] - MEAN3_SLACK
+    for w, t in sorted(per_weight.items()):
+        print(f"  renditions weighted {w}: blend {t[4]}, mean {t[0]:.4f} ({'passes' if t[0] >= floor else 'fails'})")
     _, _, config, weight, blend, st, phone_oof, rend_phone = max(
         (t for t in per_weight.values() if t[0] >= floor), key=lambda t: t[1]
     )
     print(
-        f"chosen: sequence model {config}, renditions weighted {weight}, blend {blend} (mean of three >= {floor:.4f})"
+        f"chosen on seed 0: sequence model {config}, phones with the renditions weighted {weight}, blend {blend} "
+        f"(mean of three >= {floor:.4f})"
     )
-    own = next((o for c, w, o, _ in runs if c == config and w == weight), None)
-    if own is not None and FINAL_SEEDS > 1:
-        # the chosen size and weight with the fold predictions of FINAL_SEEDS networks averaged, as shipped
-        runs_by_seed = [
-            _substitutions.seed_oof(utts, real, fold_of_utt, part, config, weight, s, args.root / ".learnloop")
-            for s in range(FINAL_SEEDS)
-        ]
-        averaged = _substitutions.mean_of(runs_by_seed)
-        own, rend = averaged[: len(utts)], averaged[len(utts) :]
-        base = []
-        for b in BLENDS:
-            ph = np.clip((1 - b) * net_oof + b * np.concatenate([o[0] for o in own]), 0.0, 2.0)
-            rp = [np.clip((1 - b) * a + b * o[0], 0.0, 2.0) for a, o in zip(net_rend, rend, strict=True)]
-            s_ = later_stages(
-                evs, ph, counts, own, y, word_y, unsaid_flags, total_y, real, fold_of_utt, say=lambda _: None
-            )
-            f = s_.figures
-            base.append((f["mean3"], _substitutions.pair_auc(part, rp), config, weight, b, s_, ph, rp))
-            print(
-                f"  {FINAL_SEEDS} seeds averaged, blend {b}: fold PCC phone {f['phone']:.4f}, word {f['word']:.4f}, "
-                f"total {f['total']:.4f}; mean {f['mean3']:.4f}; fit part's substitutions AUC {base[-1][1]:.3f}",
-                flush=True,
-            )
-        _, _, config, weight, blend, st, phone_oof, rend_phone = max(base, key=lambda t: t[0])
-        print(f"chosen with {FINAL_SEEDS} seeds averaged: blend {blend}")
+    if config is not None and FINAL_SEEDS > 1:
+        # the chosen weight and no renditions again with FINAL_SEEDS networks averaged, as shipped: each takes its
+        # best blend by the mean; the weight is kept if it still passes the slack against no renditions
+        best3 = {}
+        for w in sorted({0.0, weight}):
+            _, _, own, rend = _choice.seeds_averaged(utts, real, fold_of_utt, part, config, w, args.root)
+            for b in BLENDS:
+                ph = np.clip((1 - b) * net_oof + b * np.concatenate([o[0] for o in own]), 0.0, 2.0)
+                rp = [np.clip((1 - b) * a + b * o[0], 0.0, 2.0) for a, o in zip(net_rend, rend, strict=True)]
+                s_ = later_stages(
+                    evs, ph, counts, own, y, word_y, unsaid_flags, total_y, real, fold_of_utt, say=lambda _: None
+                )
+                f = s_.figures
+                t = (f["mean3"], _substitutions.pair_auc(part, rp), config, w, b, s_, ph, rp)
+                print(
+                    f"  {FINAL_SEEDS} seeds averaged, renditions weighted {w}, blend {b}: fold PCC phone "
+                    f"{f['phone']:.4f}, word {f['word']:.4f}, total {f['total']:.4f}; mean {f['mean3']:.4f}; "
+                    f"detection AUC {f['detection_auc']:.4f}; expert-correct phones below 60 "
+                    f"{f['correct_below_60']:.1%}; fit part's substitutions AUC {t[1]:.3f}",
+                    flush=True,
+                )
+                if w not in best3 or t[0] > best3[w][0]:
+                    best3[w] = t
+        floor3 = best3[0.0][0] - MEAN3_SLACK
+        keep = weight if best3[weight][0] >= floor3 else 0.0
+        _, _, config, weight, blend, st, phone_oof, rend_phone = best3[keep]
+        print(
+            f"chosen with {FINAL_SEEDS} seeds averaged: renditions weighted {weight}, blend {blend} (floor {floor3:.4f})"
+        )
 
     # -- final fit on the whole train split --------------------------------------------
     phone = fit_network(np.concatenate([x[is_real], sx]), np.concatenate([y[is_real], sy]), hidden=hidden, l2=l2)
     word = st.word_fit(st.wx[st.wreal], st.wy[st.wreal])  # the corpus' words, as on the folds
     utterance = st.utt_fit(st.ux[real], total_y[real])
     said = st.said_fit(st.wx, (~st.unsaid).astype(float))
-    sequence = None
+    sequence = phone_sequence = None
     if blend is not None and config is not None:
         import _sequence_torch as seq
 
-        final = [u for u, r in zip(utts, real, strict=True) if r] + _substitutions.rendition_utterances(part, weight)
-        sequence = seq.final_model(final, config, FINAL_SEEDS, args.root / ".learnloop")
+        corpus = [u for u, r in zip(utts, real, strict=True) if r]
+        sequence = seq.final_model(corpus, config, FINAL_SEEDS, args.root / ".learnloop")
+        if weight > 0.0:  # the phones' own model: trained with the renditions as well
+            final = corpus + _substitutions.rendition_utterances(part, weight)
+            phone_sequence = seq.final_model(final, config, FINAL_SEEDS, args.root / ".learnloop")
     said_as = _said_as.fit_said_as_stage(args.root, evs, phone_y, real, args.folds)
     rend_scores = [st.bands.phone_score(np.clip(a, 0.0, 2.0)) for a in rend_phone]
     said_as = _said_as.choose_report_above(
@@ -514,7 +307,7 @@ def main() -> None:
     )
     model = Assessor(
         phone, word, utterance, st.bands, said, st.matched_above, sequence=sequence, blend=blend or 0.0,
-        said_as_model=said_as,
+        said_as_model=said_as, phone_sequence=phone_sequence,
     )  # fmt: skip
     model.save(args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KB) in {time.perf_counter() - t0:.0f} s")

@@ -25,7 +25,11 @@ every phone of the utterance, :func:`sequence_features`, after GOPT), its phone
 predictions are blended with the network's (``blend``: the sequence model's share),
 and its word and total predictions are one more input of the word, *said* and
 utterance stages. Its weights ship beside ``assessment.json`` in ``assessment.npz``,
-whose SHA-256 the JSON records; a file that does not match is refused.
+whose SHA-256 the JSON records; a file that does not match is refused. A model may
+carry a second sequence model for the phones (``phone_sequence``: the same network
+trained with clean espeak-ng substitutions as well, ``assessment-phones.npz``, checked
+the same way): its phone predictions then take the first one's place in the blend,
+while the first one's word and total predictions still feed the later stages.
 
 Audio that holds no speech (a tone, hum, noise: :mod:`learnloop.voice.speech`) is
 judged before any stage: nothing was said, and every prediction and score is 0.
@@ -51,8 +55,15 @@ import numpy as np
 from learnloop.voice.calibration import CALIBRATION, Calibration
 from learnloop.voice.evidence import Evidence
 from learnloop.voice.gop import SCORING_PHONES
+from learnloop.voice.inputs import (
+    phone_features,
+    sequence_features,
+    utterance_features,
+    utterance_timing,
+    word_features,
+)
 from learnloop.voice.learned import Linear, Network, fit_linear, fit_logistic, fit_network, sigmoid
-from learnloop.voice.phonemes import PHONES, VOWELS
+from learnloop.voice.phonemes import PHONES
 from learnloop.voice.saidas import SaidAs
 from learnloop.voice.sequence import SequenceModel
 from learnloop.voice.speech import heard
@@ -75,177 +86,8 @@ __all__ = [
     "word_features",
 ]
 
-_ROW: Final = {p: i for i, p in enumerate(PHONES)}
-_LLR_CLIP: Final = 10.0
-_MATCH_CLIP: Final = -10.0
-_PAUSE_FRAMES: Final = 30  # 300 ms: a long pause between words
 RETRY_BELOW: Final = 60
 """The spec's "retry" band: a phone scored below this is named by what it sounds like."""
-
-
-def _zs(ev: Evidence, calibration: Calibration) -> np.ndarray:
-    return np.array([calibration.normalised_gop(g.phone, g.llr) for g in ev.gops], dtype=np.float64)
-
-
-def phone_features(ev: Evidence, calibration: Calibration = CALIBRATION) -> np.ndarray:
-    """One row per aligned phone (``ev.gops`` order): its calibrated and raw GOP, duration,
-    own fit, place in the word, neighbours' GOP, the word's and the utterance's GOP, the
-    speech rate, its ratios against every candidate (clipped) and its identity (one-hot)."""
-    n = len(ev.gops)
-    if n == 0:
-        return np.zeros((0, 15 + len(SCORING_PHONES) + len(PHONES)))
-    z = _zs(ev, calibration)
-    gop = np.array([g.gop for g in ev.gops])
-    frames = np.array([max(1, g.end - g.start) for g in ev.gops], dtype=np.float64)
-    own = np.array([g.loglik for g in ev.gops]) / frames
-    word = np.array([g.word for g in ev.gops])
-    index = np.array([g.index for g in ev.gops])
-    length = np.array([len(ev.pronunciations[w]) for w in word], dtype=np.float64)
-    same_prev = np.r_[False, word[1:] == word[:-1]]
-    same_next = np.r_[word[:-1] == word[1:], False]
-    prev_z = np.where(same_prev, np.r_[0.0, z[:-1]], 0.0)
-    next_z = np.where(same_next, np.r_[z[1:], 0.0], 0.0)
-    words, inverse = np.unique(word, return_inverse=True)
-    word_z = np.bincount(inverse, z) / np.bincount(inverse)
-    match = np.maximum(np.array([ev.word_match[w] for w in words]), _MATCH_CLIP)
-    rate = 100.0 * n / max(ev.speech_frames, 1)
-    llr = np.clip(np.array([g.llr for g in ev.gops], dtype=np.float64), -_LLR_CLIP, _LLR_CLIP)
-    identity = np.zeros((n, len(PHONES)))
-    identity[np.arange(n), [_ROW[g.phone] for g in ev.gops]] = 1.0
-    vowel = np.array([g.phone in VOWELS for g in ev.gops], dtype=np.float64)
-    columns = [
-        z,
-        gop,
-        np.log(frames),
-        own,
-        (index == 0).astype(np.float64),
-        (index == length - 1).astype(np.float64),
-        length,
-        prev_z,
-        next_z,
-        word_z[inverse],
-        match[inverse],
-        np.full(n, z.mean()),
-        np.full(n, gop.mean()),
-        np.full(n, rate),
-        vowel,
-    ]
-    return np.column_stack([*columns, llr, identity])
-
-
-#: phone-level columns :func:`sequence_features` adds to :func:`phone_features`
-SEQUENCE_EXTRA: Final = 6
-
-
-def sequence_features(ev: Evidence, calibration: Calibration = CALIBRATION) -> np.ndarray:
-    """One row per aligned phone: :func:`phone_features` and its place in the utterance
-    (relative position, word number), the pauses before and after its word (log frames,
-    on the word's first and last phone), and the utterance's length in phones and words."""
-    base = phone_features(ev, calibration)
-    n = len(ev.gops)
-    if n == 0:
-        return np.zeros((0, base.shape[1] + SEQUENCE_EXTRA))
-    word = np.array([g.word for g in ev.gops])
-    start = np.array([g.start for g in ev.gops])
-    end = np.array([g.end for g in ev.gops])
-    gap = np.log1p(np.maximum(start[1:] - end[:-1], 0))
-    gap_before, gap_after = np.zeros(n), np.zeros(n)
-    gap_before[1:] = np.where(word[1:] != word[:-1], gap, 0.0)
-    gap_after[:-1] = np.where(word[:-1] != word[1:], gap, 0.0)
-    n_words = max(len(ev.pronunciations), 1)
-    extra = [
-        np.arange(n) / max(n - 1, 1),
-        word / max(n_words - 1, 1),
-        gap_before,
-        gap_after,
-        np.full(n, np.log(n)),
-        np.full(n, np.log(n_words)),
-    ]
-    return np.column_stack([base, *extra])
-
-
-def utterance_timing(ev: Evidence) -> np.ndarray:
-    """The utterance's timing and word fit, for the sequence model's utterance head: speech
-    rate, long pauses per word, pause share, speech share, log words, mean word match and
-    the share of words that match badly."""
-    spans = [s for s in _word_spans(ev) if s is not None]
-    gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:])]
-    n_words = max(len(ev.pronunciations), 1)
-    match = np.maximum(np.array(ev.word_match, dtype=np.float64), _MATCH_CLIP)
-    return np.array(
-        [
-            100.0 * len(ev.gops) / max(ev.speech_frames, 1),
-            sum(1 for g in gaps if g >= _PAUSE_FRAMES) / n_words,
-            float(sum(gaps)) / max(ev.speech_frames, 1),
-            ev.speech_frames / max(ev.n_frames, 1),
-            float(np.log(n_words)),
-            float(match.mean()) if len(match) else 0.0,
-            float(np.mean(match < -2.0)) if len(match) else 0.0,
-        ]
-    )
-
-
-def _word_spans(ev: Evidence) -> list[tuple[int, int] | None]:
-    spans: list[tuple[int, int] | None] = [None] * len(ev.pronunciations)
-    for g in ev.gops:
-        found = spans[g.word]
-        spans[g.word] = (g.start, g.end) if found is None else (found[0], g.end)
-    return spans
-
-
-def word_features(ev: Evidence, phone_pred: np.ndarray, sequence_words: np.ndarray | None = None) -> np.ndarray:
-    """One row per word of the phrase: its phones' predicted accuracy (mean, min), how
-    well its phones explain its audio, its length and duration, the utterance's mean
-    (and the sequence model's word prediction, when given)."""
-    n_words = len(ev.pronunciations)
-    word = np.array([g.word for g in ev.gops], dtype=np.intp)
-    utt_mean = float(phone_pred.mean()) if len(phone_pred) else 0.0
-    rows = []
-    for w, span in enumerate(_word_spans(ev)):
-        mine = phone_pred[word == w]
-        frames = 0 if span is None else span[1] - span[0]
-        length = len(ev.pronunciations[w])
-        rows.append(
-            [
-                float(mine.mean()) if len(mine) else 0.0,
-                float(mine.min()) if len(mine) else 0.0,
-                max(float(ev.word_match[w]), _MATCH_CLIP),
-                float(length),
-                float(np.log1p(frames / max(length, 1))),
-                utt_mean,
-            ]
-        )
-    out = np.array(rows, dtype=np.float64).reshape(n_words, 6)
-    return out if sequence_words is None else np.column_stack([out, sequence_words])
-
-
-def utterance_features(
-    ev: Evidence, phone_pred: np.ndarray, word_pred: np.ndarray, sequence_total: float | None = None
-) -> np.ndarray:
-    """One row: the phrase's phone and word predictions, how many words its phones explain,
-    its timing (speech rate, long pauses between words, speech share) and the sequence
-    model's total, when given."""
-    spans = [s for s in _word_spans(ev) if s is not None]
-    gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:])]
-    long_pauses = sum(1 for g in gaps if g >= _PAUSE_FRAMES)
-    n_words = max(len(ev.pronunciations), 1)
-    match = np.maximum(np.array(ev.word_match, dtype=np.float64), _MATCH_CLIP)
-    row = [
-        float(phone_pred.mean()) if len(phone_pred) else 0.0,
-        float(phone_pred.min()) if len(phone_pred) else 0.0,
-        float(word_pred.mean()) if len(word_pred) else 0.0,
-        float(word_pred.min()) if len(word_pred) else 0.0,
-        float(match.mean()),
-        float(np.mean(match < -2.0)),
-        100.0 * len(ev.gops) / max(ev.speech_frames, 1),
-        long_pauses / n_words,
-        float(sum(gaps)) / max(ev.speech_frames, 1),
-        ev.speech_frames / max(ev.n_frames, 1),
-        float(np.log(n_words)),
-    ]
-    if sequence_total is not None:
-        row.append(sequence_total)
-    return np.array([row], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -298,14 +140,23 @@ class Assessor:
     sequence: SequenceModel | None = None
     blend: float = 0.0  # the sequence model's share of the phone predictions
     said_as_model: SaidAs | None = None  # the learned choice behind sounds_like (None: the best competitor)
+    phone_sequence: SequenceModel | None = None  # the phones' own sequence model (None: ``sequence``'s phones)
+
+    def __post_init__(self) -> None:
+        if self.phone_sequence is not None and self.sequence is None:
+            raise ValueError("a phone sequence model needs the sequence model beside it")
 
     def sequence_predictions(self, ev: Evidence) -> tuple[np.ndarray, np.ndarray, float]:
-        """The sequence model's phone (0-2), word and total (0-10) predictions, unclipped."""
+        """The sequence models' phone (0-2), word and total (0-10) predictions, unclipped: the phones
+        from ``phone_sequence`` when there is one, the words and the total from ``sequence``."""
         if self.sequence is None:
             raise ValueError("this assessor has no sequence model")
         word = np.array([g.word for g in ev.gops], dtype=np.intp)
-        x = sequence_features(ev, self.calibration)
-        return self.sequence(x, word, utterance_timing(ev), len(ev.pronunciations))
+        x, timing, n_words = sequence_features(ev, self.calibration), utterance_timing(ev), len(ev.pronunciations)
+        phone, words, total = self.sequence(x, word, timing, n_words)
+        if self.phone_sequence is not None:
+            phone = self.phone_sequence(x, word, timing, n_words)[0]
+        return phone, words, total
 
     def judge(self, ev: Evidence) -> Judgement:
         """The judgements of one utterance (see the module's docstring)."""
@@ -367,9 +218,11 @@ class Assessor:
             )
         )
 
-    def to_dict(self, sequence_file: str = "assessment.npz") -> dict[str, Any]:
+    def to_dict(
+        self, sequence_file: str = "assessment.npz", phone_sequence_file: str = "assessment-phones.npz"
+    ) -> dict[str, Any]:
         """The model as JSON values; a sequence model is named by the file of its weights."""
-        out = {
+        out: dict[str, Any] = {
             "source": "fitted on the speechocean762 train split (Zhang et al., 2021; CC BY 4.0)",
             "phone_features": 15 + len(SCORING_PHONES) + len(PHONES),
             "phones": list(PHONES),
@@ -385,6 +238,8 @@ class Assessor:
             out["said_as"] = self.said_as_model.to_dict()
         if self.sequence is not None:
             out["sequence"] = {"file": sequence_file, "sha256": self.sequence.sha256(), "blend": self.blend}
+        if self.phone_sequence is not None:
+            out["sequence"]["phones"] = {"file": phone_sequence_file, "sha256": self.phone_sequence.sha256()}
         return out
 
     @classmethod
@@ -406,18 +261,22 @@ class Assessor:
         matched_above = float(d["matched_above"])
         if not 0.0 < matched_above < 1.0:
             raise ValueError(f"matched_above must lie in (0, 1), not {matched_above}")
-        sequence, blend = None, 0.0
+        sequence, blend, phone_sequence = None, 0.0, None
         if "sequence" in d:
             if where is None:
                 raise ValueError("a model with a sequence model is loaded from its folder (Assessor.load)")
             data = where.joinpath(d["sequence"]["file"]).read_bytes()
             sequence, blend = SequenceModel.load(data, d["sequence"]["sha256"]), float(d["sequence"]["blend"])
+            if "phones" in d["sequence"]:  # older models have none
+                phones = d["sequence"]["phones"]
+                phone_sequence = SequenceModel.load(where.joinpath(phones["file"]).read_bytes(), phones["sha256"])
             if not 0.0 <= blend <= 1.0:
                 raise ValueError(f"blend must lie in [0, 1], not {blend}")
         said_as = SaidAs.from_dict(d["said_as"]) if "said_as" in d else None
         return cls(
-            phone, word, utterance, Bands(knots), said, matched_above, calibration, True, sequence, blend, said_as
-        )
+            phone, word, utterance, Bands(knots), said, matched_above, calibration, True, sequence, blend, said_as,
+            phone_sequence,
+        )  # fmt: skip
 
     @classmethod
     def load(cls, path: str | Path, calibration: Calibration = CALIBRATION) -> Assessor:
@@ -427,12 +286,15 @@ class Assessor:
 
     def save(self, path: str | Path) -> None:
         """Write the model to ``path`` (JSON) and a sequence model's weights beside it (same
-        name, ``.npz``)."""
+        name, ``.npz``; the phones' own sequence model's in ``<name>-phones.npz``)."""
         path = Path(path)
+        phones = path.with_name(f"{path.stem}-phones.npz")
         if self.sequence is not None:
             path.with_suffix(".npz").write_bytes(self.sequence.to_bytes())
+        if self.phone_sequence is not None:
+            phones.write_bytes(self.phone_sequence.to_bytes())
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(path.with_suffix(".npz").name), f, separators=(",", ":"))
+            json.dump(self.to_dict(path.with_suffix(".npz").name, phones.name), f, separators=(",", ":"))
 
 
 @cache
