@@ -5,6 +5,10 @@ conformance suite and the engine tests that ask for it with
 ``@pytest.mark.parametrize("store_kind", ["memory", "sqlite", "postgres"])``; its
 server is the one ``LEARNLOOP_TEST_POSTGRES`` names (a ``postgresql://`` URL, started
 by ``scripts/test``), and each engine or store gets a fresh database.
+
+Hypothesis runs without its clock checks (no deadline per example, no health
+check on how fast examples are made): the suite asserts behaviour, never time,
+and runs on a busy 2-core machine.
 """
 
 from __future__ import annotations
@@ -17,8 +21,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from learnloop import Engine
+
+settings.register_profile("learnloop", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("learnloop")
 
 STORES = ["memory", "sqlite"]
 
