@@ -110,13 +110,13 @@ def percentiles(times: list[float]) -> dict[str, float]:
             "steps": int(a.size)}  # fmt: skip
 
 
-def open_store(store: str, where: str | Path | None) -> Engine:
+def open_store(where: str | Path | None) -> Engine:
     return Engine(seed=1) if where is None else Engine.open(where, seed=1)
 
 
 def measure(store: str, where: str | Path | None, n: int) -> dict[str, Any]:
     """The figures of one store; ``where`` is the SQLite file or the PostgreSQL database (None: memory)."""
-    engine = open_store(store, where)
+    engine = open_store(where)
     cid, pairs = course(engine)
     events = history(cid, pairs, n)
     t = time.perf_counter()
@@ -149,7 +149,7 @@ def measure(store: str, where: str | Path | None, n: int) -> dict[str, Any]:
     out["events_per_cpu_s"] = (n + 1) / cpu[0]
     if where is not None:
         engine.close()
-        other = open_store(store, where)
+        other = open_store(where)
         start = time.thread_time()
         out["restart_read_s"] = timed(lambda: other.user_status("heavy", cid, [{}]))
         out["restart_read_cpu_s"] = time.thread_time() - start

@@ -91,11 +91,15 @@ def compact_columns(rows: Columns) -> Columns | None:
     return Columns(rows.keys, short)
 
 
+def _mappings(docs: Sequence[Any]) -> Sequence[Any]:
+    """``docs`` with each one that is not a mapping as an empty one."""
+    return docs if _DICT.issuperset(map(type, docs)) else [doc if isinstance(doc, dict) else {} for doc in docs]
+
+
 def fields_of(docs: Sequence[Any]) -> dict[str, list[Any]]:
     """Documents as columns: per field name (in order of first appearance), each document's value
     (None where it has none; a document that is not a mapping has none)."""
-    if not _DICT.issuperset(map(type, docs)):
-        docs = [doc if isinstance(doc, dict) else {} for doc in docs]
+    docs = _mappings(docs)
     names = dict.fromkeys(chain.from_iterable(docs))  # (the names, in order of first appearance)
     return {name: list(map(dict.get, docs, repeat(name))) for name in names}
 
@@ -105,8 +109,7 @@ def named_fields(
 ) -> dict[str, list[Any]]:
     """The fields ``names`` of event documents (None where a document has none; a document that is
     not a mapping has none), with their keys' item ids and stamps as ``item_id`` and ``timestamp``."""
-    if not _DICT.issuperset(map(type, docs)):
-        docs = [doc if isinstance(doc, dict) else {} for doc in docs]
+    docs = _mappings(docs)
     fields: dict[str, list[Any]] = {name: list(map(dict.get, docs, repeat(name))) for name in names}
     fields["item_id"], fields["timestamp"] = item_ids, timestamps
     return fields

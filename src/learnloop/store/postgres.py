@@ -413,7 +413,7 @@ class PostgresStore:
     def event_fields(self, app: str, learner: Key, names: Sequence[str], *, last_after: str | None = None) -> Any:
         """A learner's events as fields in no particular order, and their write order
         (``_pg_fields.keyed_fields``; None: read them with :meth:`scan_fields`)."""
-        self._where_prefix("events", learner)
+        check_prefix("events", tuple(learner))
         if len(learner) != 2:
             raise ValueError(f"a learner's events are keyed (user, catalog), got {learner!r}")
         with self._conn() as conn:
