@@ -58,6 +58,16 @@ def _order(rows: Iterable[Interaction]) -> list[Interaction]:
     return sorted(rows, key=lambda i: i.epoch)
 
 
+def _with_pending(base: LearnerEntry, group: Sequence[Interaction], revision: int, *, rewrite: bool) -> LearnerEntry:
+    """``base`` at ``revision`` with ``group``'s events pending; a rewrite (events overwritten with
+    other content) marks the state dirty from the earliest of them."""
+    dirty = base.dirty_from
+    if rewrite:
+        low = min(i.epoch for i in group)
+        dirty = low if dirty is None else min(dirty, low)
+    return replace(base, revision=revision, pending=(*base.pending, *group), dirty_from=dirty)
+
+
 class Tracker:
     """Event ingestion and learner-state access over a store.
 
@@ -272,62 +282,68 @@ class Tracker:
             )
             if not now and stale:
                 continue  # rebuilt from the store when next read
-            if revision == 0:
-                base = empty_entry(catalog)
-            else:
-                base = self._base(catalog, cached, stored)
+            base = empty_entry(catalog) if revision == 0 else self._base(catalog, cached, stored)
             rewrite = (user, catalog_id) in plan.rewrites
-            if not rewrite and not base.pending and base.dirty_from is None and now:
-                # (a step, a bulk import) the events go after the current state's: applied to it at once
-                ordered: Sequence[Interaction] | History
-                if batch is not None and len(group) >= COLUMNS_RUN:  # as columns, made from the batch's
-                    ordered = batch.history(catalog, group)
-                    low = float(ordered.columns.ts[0])
-                else:
-                    if batch is not None:
-                        group = batch.interactions(group)
-                    ordered = _order(group) if len(group) > 1 else group
-                    low = ordered[0].epoch
-                if low >= base.latest:
-                    checkpoints = base.checkpoints
-                    if checkpoints and checkpoints[-1].latest >= low:
-                        checkpoints = tuple(c for c in checkpoints if c.latest < low)
-                    kept = kept_of(catalog, ordered) if revision == 0 else base.kept
-                    if kept is not None and revision != 0:
-                        kept = kept.extended(catalog, ordered)
-                    applied = self._apply(catalog, base, ordered, checkpoints, revision + 1)
-                    out[key] = applied if kept is None else replace(applied, kept=kept)
+            if now and not rewrite and base.current:
+                applied = self._applied_at_once(catalog, base, group, batch)
+                if applied is not None:
+                    out[key] = applied
                     continue
-            if batch is not None and not isinstance(group, list):
+            if batch is not None:
                 group = batch.interactions(group)
-            dirty = base.dirty_from
-            if rewrite:
-                low = min(i.epoch for i in group)
-                dirty = low if dirty is None else min(dirty, low)
-            entry = LearnerEntry(
-                revision + 1,
-                base.fingerprint,
-                base.state,
-                base.latest,
-                base.last_attempt,
-                (*base.pending, *group),
-                dirty,
-                base.checkpoints,
-                base.kept,
-            )
+            entry = _with_pending(base, group, revision + 1, rewrite=rewrite)
             if (user, catalog_id) in wanted:
-                history = None  # (with the events kept and no other writer, they are merged with those posted)
-                late = entry.pending and _order(entry.pending)[0].epoch < entry.latest
-                if entry.dirty_from is not None or (late and entry.kept is None):
-                    low = min((i.epoch for i in entry.pending), default=math.inf)
-                    if entry.dirty_from is not None:
-                        low = min(low, entry.dirty_from)
-                    valid = [c.latest for c in entry.checkpoints if c.latest < low]
-                    after = valid[-1] if valid else -math.inf
-                    history = merged(catalog, read_history(self.store, app, user, catalog, after), group, after)
-                entry = self._catch_up(app, user, catalog, entry, history)
+                entry = self._caught_up(app, user, catalog, entry, group)
             out[key] = entry
         return out
+
+    def _applied_at_once(
+        self, catalog: CatalogModel, base: LearnerEntry, group: Any, batch: BatchPlan | None
+    ) -> LearnerEntry | None:
+        """``base`` (current) at the next revision with the events of ``group`` applied, when all of
+        them are as late as its state's latest (a step, a bulk import); else None.
+
+        ``group``: the learner's interactions, or its rows of ``batch``.
+        """
+        ordered: Sequence[Interaction] | History
+        if batch is not None and len(group) >= COLUMNS_RUN:  # as columns, made from the batch's
+            ordered = batch.history(catalog, group)
+            low = float(ordered.columns.ts[0])
+        else:
+            if batch is not None:
+                group = batch.interactions(group)
+            ordered = _order(group) if len(group) > 1 else group
+            low = ordered[0].epoch
+        if low < base.latest:
+            return None
+        checkpoints = base.checkpoints
+        if checkpoints and checkpoints[-1].latest >= low:
+            checkpoints = tuple(c for c in checkpoints if c.latest < low)
+        first = base.revision == 0  # (the learner's first events: what it keeps starts with them)
+        kept = kept_of(catalog, ordered) if first else base.kept
+        if kept is not None and not first:
+            kept = kept.extended(catalog, ordered)
+        applied = self._apply(catalog, base, ordered, checkpoints, base.revision + 1)
+        return applied if kept is None else replace(applied, kept=kept)
+
+    def _caught_up(
+        self, app: str, user: str, catalog: CatalogModel, entry: LearnerEntry, group: Sequence[Interaction]
+    ) -> LearnerEntry:
+        """``entry`` (``group``'s events among its pending ones, not yet written) brought up to date.
+
+        The store's history is read (and ``group`` merged into it) only when the
+        entry is dirty, or an event is late and the entry keeps no events of its own.
+        """
+        history = None  # (with the events kept and no other writer, they are merged with those posted)
+        late = entry.pending and _order(entry.pending)[0].epoch < entry.latest
+        if entry.dirty_from is not None or (late and entry.kept is None):
+            low = min((i.epoch for i in entry.pending), default=math.inf)
+            if entry.dirty_from is not None:
+                low = min(low, entry.dirty_from)
+            valid = [c.latest for c in entry.checkpoints if c.latest < low]
+            after = valid[-1] if valid else -math.inf
+            history = merged(catalog, read_history(self.store, app, user, catalog, after), group, after)
+        return self._catch_up(app, user, catalog, entry, history)
 
     def install(self, entries: Mapping[tuple[str, str, str], LearnerEntry]) -> None:
         """Put entries made by :meth:`advance` in the cache (after their write committed)."""

@@ -269,7 +269,51 @@ class Sessions:
         """:meth:`adaptive_step` on the catalog model ``trusted`` (with the content version it
         stands for: :class:`_ContentMoved` when the stored one differs), else the current one."""
         model = self.content.catalog_model(spec.catalog_id, app=app) if trusted is None else trusted[0]
-        index = model.index
+        interactions = self._interactions(app, session_id, spec, parsed, model.index, strict_kinds=strict_kinds)
+        # the learner's state is brought up to date (and the new events applied, replaying from a
+        # checkpoint when they are late) before the transaction, and the step computed there on the
+        # session as this engine last wrote it, so that the store is held only for the writes
+        key = (app, session_id)
+        early: list[tuple[Ingestion, Any, _Advanced]] = []
+
+        def before(ingestion: Ingestion) -> None:
+            written = self._states.get(key)
+            if written is not None and spec.mode.type != "assess":
+                advanced = self._advance(app, ingestion, written[0], written, stored_blocks(written[1]), model)
+                early.append((ingestion, written, advanced))
+
+        reads = [records.session_row(app, user_id, session_id)]
+        if trusted is not None:
+            reads.append(records.content_version_row(app))
+        with self.learners.ingest(
+            app, interactions, lambda c: model, step=(spec.user_id, model), reads=reads, before=before
+        ) as ingestion:
+            if trusted is not None and records.content_version(self.store, app) != trusted[1]:
+                raise _ContentMoved  # (nothing written: the transaction is rolled back)
+            session, written, blocks = self._stored_session(app, user_id, session_id)
+            if early and early[0][0] is ingestion and early[0][1] is written:  # (nobody wrote either since)
+                step, doc, block_rows, after = early[0][2]
+            else:
+                step, doc, block_rows, after = self._advance(app, ingestion, session, written, blocks, model)
+            records.put_session(self.store, app, user_id, session_id, doc, block_rows)
+        self._states.put(key, (after.as_stored(), doc))
+        return step
+
+    def _interactions(
+        self,
+        app: str,
+        session_id: str,
+        spec: SessionSpec,
+        parsed: Sequence[StepEvent],
+        index: CatalogIndex,
+        *,
+        strict_kinds: bool,
+    ) -> list[Interaction]:
+        """The interactions of a step's events, each read from the recommendation it answers.
+
+        Every problem is listed at once: :class:`ContextError` when all of them are
+        about the recommendation contexts, else :class:`ValidationError`.
+        """
         interactions: list[Interaction] = []
         problems: list[str] = []
         for i, event in enumerate(parsed):
@@ -312,34 +356,7 @@ class Sessions:
             if all("recommendation_context" in p for p in problems):
                 raise ContextError("; ".join(problems))
             raise ValidationError(problems)
-        # the learner's state is brought up to date (and the new events applied, replaying from a
-        # checkpoint when they are late) before the transaction, and the step computed there on the
-        # session as this engine last wrote it, so that the store is held only for the writes
-        key = (app, session_id)
-        early: list[tuple[Ingestion, Any, _Advanced]] = []
-
-        def before(ingestion: Ingestion) -> None:
-            written = self._states.get(key)
-            if written is not None and spec.mode.type != "assess":
-                advanced = self._advance(app, ingestion, written[0], written, stored_blocks(written[1]), model)
-                early.append((ingestion, written, advanced))
-
-        reads = [records.session_row(app, user_id, session_id)]
-        if trusted is not None:
-            reads.append(records.content_version_row(app))
-        with self.learners.ingest(
-            app, interactions, lambda c: model, step=(spec.user_id, model), reads=reads, before=before
-        ) as ingestion:
-            if trusted is not None and records.content_version(self.store, app) != trusted[1]:
-                raise _ContentMoved  # (nothing written: the transaction is rolled back)
-            session, written, blocks = self._stored_session(app, user_id, session_id)
-            if early and early[0][0] is ingestion and early[0][1] is written:  # (nobody wrote either since)
-                step, doc, block_rows, after = early[0][2]
-            else:
-                step, doc, block_rows, after = self._advance(app, ingestion, session, written, blocks, model)
-            records.put_session(self.store, app, user_id, session_id, doc, block_rows)
-        self._states.put(key, (after.as_stored(), doc))
-        return step
+        return interactions
 
     def _advance(
         self,
