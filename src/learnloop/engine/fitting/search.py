@@ -144,60 +144,65 @@ def search_options(
         except KeyboardInterrupt:
             interrupted = True
     chosen = dataclasses.replace(base, **current)
+    more = _Steps(parts, model, chosen, index, calibrated, best, tried, check)
     refined: str | None = None
-    per_topic = False
-    echoed = False
+    per_topic = echoed = False
     forgot: str | None = None
-    rates: list[dict[str, dict[str, float]]] = [{} for _ in parts]
-    echoes: list[dict[str, Any] | None] = [None for _ in parts]
     try:
         for kind in () if interrupted else refine:
-            losses, items = [], []
-            for (fold_train, valid), b in zip(parts, calibrated, strict=True):
-                check()
-                fold_model = model(chosen, index=index, refine=kind)
-                fold_model.calibration_ = b
-                fold_model.refine_items(fold_train)
-                items.append(fold_model.calibration_)
-                losses.append(log_loss(valid.correct, fold_model.predict(valid)))
-            tried.append(({"refine": kind}, float(np.mean(losses))))
-            if tried[-1][1] < best - 1e-7:
-                best, refined, calibrated = tried[-1][1], kind, items
-        if topic_rates and not interrupted:
-            losses, fitted = [], []
-            for (fold_train, valid), b in zip(parts, calibrated, strict=True):
-                check()
-                fold_model = model(chosen, index=index)
-                fold_model.calibration_ = b
-                fold_model.fit_topic_rates(fold_train)
-                fitted.append(fold_model.topic_rates_)
-                losses.append(log_loss(valid.correct, fold_model.predict(valid)))
-            tried.append(({"topic_rates": True}, float(np.mean(losses))))
-            if tried[-1][1] < best - 1e-7:
-                best, per_topic, rates = tried[-1][1], True, fitted
-        if echo and not interrupted:
-            losses, fitted_echoes = [], []
-            for (fold_train, valid), b, r in zip(parts, calibrated, rates, strict=True):
-                check()
-                fold_model = model(chosen, index=index)
-                fold_model.calibration_, fold_model.topic_rates_ = b, r
-                fold_model.fit_echo(fold_train)
-                fitted_echoes.append(fold_model.echo_)
-                losses.append(log_loss(valid.correct, fold_model.predict(valid)))
-            tried.append(({"echo": True}, float(np.mean(losses))))
-            if tried[-1][1] < best - 1e-7:
-                best, echoed, echoes = tried[-1][1], True, fitted_echoes
+            if more.kept({"refine": kind}, "refine_items", refine=kind):
+                refined, more.calibration = kind, [m.calibration_ for m in more.last]
+        if topic_rates and not interrupted and more.kept({"topic_rates": True}, "fit_topic_rates"):
+            per_topic, more.rates = True, [m.topic_rates_ for m in more.last]
+        if echo and not interrupted and more.kept({"echo": True}, "fit_echo"):
+            echoed, more.echoes = True, [m.echo_ for m in more.last]
         for kind in ("fsrs", "fitted") if forgetting and train.timed and not interrupted else ():
-            losses = []
-            for (fold_train, valid), b, r, e in zip(parts, calibrated, rates, echoes, strict=True):
-                check()
-                fold_model = model(chosen, index=index, forgetting=kind)
-                fold_model.calibration_, fold_model.topic_rates_, fold_model.echo_ = b, r, e
-                fold_model.fit_forgetting(fold_train)
-                losses.append(log_loss(valid.correct, fold_model.predict(valid)))
-            tried.append(({"forgetting": kind}, float(np.mean(losses))))
-            if tried[-1][1] < best - 1e-7:
-                best, forgot = tried[-1][1], kind
+            if more.kept({"forgetting": kind}, "fit_forgetting", forgetting=kind):
+                forgot = kind
     except KeyboardInterrupt:
         interrupted = True
-    return Search(chosen, best, tuple(tried), interrupted, refined, per_topic, echoed, forgot, calibration)
+    return Search(chosen, more.best, tuple(tried), interrupted, refined, per_topic, echoed, forgot, calibration)
+
+
+class _Steps:
+    """The steps after the coordinate search, on its folds: each fits one more part of the model
+    (item refinement, per-topic rates, echo, forgetting) on every fold's training learners, on top
+    of the parts kept so far, and is kept if it lowers the best mean validation log loss."""
+
+    def __init__(
+        self,
+        parts: Sequence[tuple[Responses, Responses]],
+        model: type[LogModel],
+        options: LearnerOptions,
+        index: CatalogIndex | None,
+        calibration: list[Mapping[str, Mapping[str, float]]],
+        best: float,
+        tried: list[tuple[dict[str, Any], float]],
+        check: Callable[[], None],
+    ) -> None:
+        self.parts, self.model, self.options, self.index = parts, model, options, index
+        self.best, self.tried, self.check = best, tried, check
+        #: per fold, the parts kept so far (``LogModel``'s attributes of the same names)
+        self.calibration = calibration
+        self.rates: list[dict[str, dict[str, float]]] = [{} for _ in parts]
+        self.echoes: list[dict[str, Any] | None] = [None for _ in parts]
+        self.last: list[LogModel] = []  # the fold models of the last step scored
+
+    def kept(self, label: dict[str, Any], fit: str, **settings: Any) -> bool:
+        """Score the step that calls ``fit`` (a ``LogModel`` method, on the fold's training learners)
+        on fold models made with ``settings``; it is recorded in ``tried`` as ``label``. True (and
+        the best loss moved) when it lowers the best loss; its fold models are then in ``last``."""
+        losses, self.last = [], []
+        for k, (fold_train, valid) in enumerate(self.parts):
+            self.check()
+            fold_model = self.model(self.options, index=self.index, **settings)
+            fold_model.calibration_ = self.calibration[k]
+            fold_model.topic_rates_, fold_model.echo_ = self.rates[k], self.echoes[k]
+            getattr(fold_model, fit)(fold_train)
+            self.last.append(fold_model)
+            losses.append(log_loss(valid.correct, fold_model.predict(valid)))
+        self.tried.append((label, float(np.mean(losses))))
+        if self.tried[-1][1] < self.best - 1e-7:
+            self.best = self.tried[-1][1]
+            return True
+        return False
