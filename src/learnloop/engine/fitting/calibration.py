@@ -11,10 +11,12 @@ columns, one implementation — and stores the result with the catalog's calibra
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from learnloop.content import CatalogIndex
 from learnloop.engine import records
 from learnloop.engine.fitting.items import ItemCalibration
 from learnloop.engine.fitting.model import LogModel
@@ -97,42 +99,18 @@ class Calibration:
             raise ValidationError(f"refine must be None, 'b' or 'ab', got {refine!r}")
         cm = self.content.catalog_model(catalog_id, app=app)
         index = cm.index
-        excluded = set(exclude_users)
-        item_codes: dict[str, int] = {}
-        b0: list[float] = []
-        base_b = difficulty_to_b(index.difficulty)
-        for position, item_id in enumerate(index.item_ids):
-            if index.scorable[position] and item_id not in item_codes:
-                item_codes[item_id] = len(item_codes)
-                b0.append(float(base_b[position]))
-        person_codes: dict[str, int] = {}
-        persons: list[int] = []
-        items: list[int] = []
-        scores: list[float] = []
-        answers: list[tuple[str, str, int]] = []  # (user, timestamp, position) of each scored attempt
-        for key, stored in records.events(self.store, app):
-            if key[1] != catalog_id or key[0] in excluded:
-                continue
-            code = item_codes.get(key[2])
-            doc = json_doc(stored)
-            if code is None or doc.get("kind") != "attempt" or doc.get("score") is None:
-                continue
-            persons.append(person_codes.setdefault(key[0], len(person_codes)))
-            items.append(code)
-            scores.append(float(doc["score"]))
-            at = index.position(key[2], doc.get("topic_id"))
-            at = index.position(key[2]) if at is None else at
-            answers.append((key[0], key[3], -1 if at is None else at))
-        if not scores:
+        log = _scored_attempts(self.store, app, index, set(exclude_users))
+        if not log.scores:
             raise ValidationError(f"catalog '{catalog_id}' has no scored attempts to calibrate from")
+        item_codes, items, scores = log.item_codes, log.items, log.scores
         fit = calibrate_items(
-            persons,
+            log.persons,
             items,
             scores,
             n_items=len(item_codes),
-            n_persons=len(person_codes),
+            n_persons=log.n_persons,
             model=model,  # type: ignore[arg-type]
-            b_prior_mean=np.asarray(b0),
+            b_prior_mean=np.asarray(log.b0),
             progress=progress,
             ability_sd=ability_sd,
         )
@@ -141,12 +119,12 @@ class Calibration:
         log_model = None
         if refine is not None or topic_rates or echo:
             # the rest is the fitted model's (LogModel, as Engine.fit and EngineModel fit it) on the log
-            log = _columns(item_codes, answers, np.asarray(items), np.asarray(scores))
+            columns = _columns(item_codes, log.answers, np.asarray(items), np.asarray(scores))
             options = self.content.learner_options_for(catalog_id, app=app)
             log_model = LogModel(options, index=cm.index, refine=refine)
-            log_model.calibration_ = ItemCalibration(log.item_ids, b, a)
+            log_model.calibration_ = ItemCalibration(columns.item_ids, b, a)
             if refine is not None:
-                refined = log_model.refine_items(log).calibration_
+                refined = log_model.refine_items(columns).calibration_
                 assert isinstance(refined, ItemCalibration)  # what refine_items makes
                 b, a = refined.b, refined.a
         result = {
@@ -156,13 +134,58 @@ class Calibration:
         }
         calibration: dict[str, Any] = {"items": result, "model": model, "refine": refine}
         if log_model is not None and topic_rates:
-            calibration["topics"] = log_model.fit_topic_rates(log).topic_rates_
+            calibration["topics"] = log_model.fit_topic_rates(columns).topic_rates_
         if log_model is not None and echo:
-            calibration["echo"] = log_model.fit_echo(log).echo_
+            calibration["echo"] = log_model.fit_echo(columns).echo_
         with self.store.atomic():
             records.put_calibration(self.store, app, catalog_id, calibration)
             self.content.bump_version(app, touched(catalogs=[catalog_id]))
         return result
+
+
+@dataclass(frozen=True)
+class _Attempts:
+    """A catalog's scored attempts on its scorable items, as :meth:`Calibration.calibrate` fits them:
+    item and learner codes (in the order first met), each answer's score, and each item's prior
+    difficulty (its cold-start difficulty)."""
+
+    item_codes: dict[str, int]  # the catalog's scorable items, in catalog order
+    b0: list[float]  # per item code
+    persons: list[int]
+    items: list[int]
+    scores: list[float]
+    n_persons: int
+    answers: list[tuple[str, str, int]]  # (user, timestamp, position) of each answer
+
+
+def _scored_attempts(store: Store, app: str, index: CatalogIndex, excluded: set[str]) -> _Attempts:
+    """The scored attempts on ``index``'s catalog by learners not in ``excluded``, in stored order."""
+    item_codes: dict[str, int] = {}
+    b0: list[float] = []
+    base_b = difficulty_to_b(index.difficulty)
+    for position, item_id in enumerate(index.item_ids):
+        if index.scorable[position] and item_id not in item_codes:
+            item_codes[item_id] = len(item_codes)
+            b0.append(float(base_b[position]))
+    person_codes: dict[str, int] = {}
+    persons: list[int] = []
+    items: list[int] = []
+    scores: list[float] = []
+    answers: list[tuple[str, str, int]] = []
+    for key, stored in records.events(store, app):
+        if key[1] != index.catalog_id or key[0] in excluded:
+            continue
+        code = item_codes.get(key[2])
+        doc = json_doc(stored)
+        if code is None or doc.get("kind") != "attempt" or doc.get("score") is None:
+            continue
+        persons.append(person_codes.setdefault(key[0], len(person_codes)))
+        items.append(code)
+        scores.append(float(doc["score"]))
+        at = index.position(key[2], doc.get("topic_id"))
+        at = index.position(key[2]) if at is None else at
+        answers.append((key[0], key[3], -1 if at is None else at))
+    return _Attempts(item_codes, b0, persons, items, scores, len(person_codes), answers)
 
 
 def _columns(
