@@ -146,8 +146,8 @@ class Calibration:
 @dataclass(frozen=True)
 class _Attempts:
     """A catalog's scored attempts on its scorable items, as :meth:`Calibration.calibrate` fits them:
-    item and learner codes (in the order first met), each answer's score, and each item's prior
-    difficulty (its cold-start difficulty)."""
+    each answer's item and learner codes (items in catalog order, learners in the order first met) and
+    score, and each item's prior difficulty (its cold-start difficulty)."""
 
     item_codes: dict[str, int]  # the catalog's scorable items, in catalog order
     b0: list[float]  # per item code
