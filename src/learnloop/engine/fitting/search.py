@@ -150,14 +150,18 @@ def search_options(
     forgot: str | None = None
     try:
         for kind in () if interrupted else refine:
-            if more.kept({"refine": kind}, "refine_items", refine=kind):
-                refined, more.calibration = kind, [m.calibration_ for m in more.last]
-        if topic_rates and not interrupted and more.kept({"topic_rates": True}, "fit_topic_rates"):
-            per_topic, more.rates = True, [m.topic_rates_ for m in more.last]
-        if echo and not interrupted and more.kept({"echo": True}, "fit_echo"):
-            echoed, more.echoes = True, [m.echo_ for m in more.last]
+            if (fitted := more.kept({"refine": kind}, "refine_items", refine=kind)) is not None:
+                refined, more.calibration = kind, [m.calibration_ for m in fitted]
+        if (
+            topic_rates
+            and not interrupted
+            and (fitted := more.kept({"topic_rates": True}, "fit_topic_rates")) is not None
+        ):
+            per_topic, more.rates = True, [m.topic_rates_ for m in fitted]
+        if echo and not interrupted and (fitted := more.kept({"echo": True}, "fit_echo")) is not None:
+            echoed, more.echoes = True, [m.echo_ for m in fitted]
         for kind in ("fsrs", "fitted") if forgetting and train.timed and not interrupted else ():
-            if more.kept({"forgetting": kind}, "fit_forgetting", forgetting=kind):
+            if more.kept({"forgetting": kind}, "fit_forgetting", forgetting=kind) is not None:
                 forgot = kind
     except KeyboardInterrupt:
         interrupted = True
@@ -186,23 +190,22 @@ class _Steps:
         self.calibration = calibration
         self.rates: list[dict[str, dict[str, float]]] = [{} for _ in parts]
         self.echoes: list[dict[str, Any] | None] = [None for _ in parts]
-        self.last: list[LogModel] = []  # the fold models of the last step scored
 
-    def kept(self, label: dict[str, Any], fit: str, **settings: Any) -> bool:
+    def kept(self, label: dict[str, Any], fit: str, **settings: Any) -> list[LogModel] | None:
         """Score the step that calls ``fit`` (a ``LogModel`` method, on the fold's training learners)
-        on fold models made with ``settings``; it is recorded in ``tried`` as ``label``. True (and
-        the best loss moved) when it lowers the best loss; its fold models are then in ``last``."""
-        losses, self.last = [], []
+        on fold models made with ``settings``; it is recorded in ``tried`` as ``label``. When it
+        lowers the best loss (which moves), its fold models; else None."""
+        losses, models = [], []
         for k, (fold_train, valid) in enumerate(self.parts):
             self.check()
             fold_model = self.model(self.options, index=self.index, **settings)
             fold_model.calibration_ = self.calibration[k]
             fold_model.topic_rates_, fold_model.echo_ = self.rates[k], self.echoes[k]
             getattr(fold_model, fit)(fold_train)
-            self.last.append(fold_model)
+            models.append(fold_model)
             losses.append(log_loss(valid.correct, fold_model.predict(valid)))
         self.tried.append((label, float(np.mean(losses))))
         if self.tried[-1][1] < self.best - 1e-7:
             self.best = self.tried[-1][1]
-            return True
-        return False
+            return models
+        return None
